@@ -1,0 +1,1 @@
+"""Turn Kineto / Chrome-trace JSON files into Parquet tables in a tracewh warehouse."""

@@ -1,0 +1,104 @@
+"""One Chrome-trace event as decoded from JSON, and exact time conversion.
+
+Events are decoded by msgspec straight into `Event` structs: numbers arrive as `int` or, when
+they have a fraction or exponent, as `Decimal` built from the number's text, so no timestamp
+ever passes through a double. `args` is kept as raw JSON bytes and decoded only where a table
+needs a field of it.
+
+An event whose fields have unexpected types, or that carries keys `Event` does not know, fails
+the fast typed decode; `events_from_dicts` then rebuilds it key by key and keeps whatever did not
+fit in `unknown_fields`, so nothing is dropped.
+"""
+
+import decimal
+
+import msgspec
+from msgspec import Raw
+
+Number = int | decimal.Decimal
+
+# Enough digits that scaling a microsecond figure to nanoseconds never rounds.
+_EXACT = decimal.Context(prec=4000, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: Number | None = None
+    dur: Number | None = None
+    id: int | str | None = None
+    bp: str | None = None
+    s: str | None = None
+    args: Raw = None
+    unknown_fields: dict | None = msgspec.field(default=None, name="__tracewh_unknown_fields__")
+
+
+def decode_events(data):
+    """Decode a JSON array of events, fast when they have the usual shape."""
+    try:
+        return msgspec.json.decode(data, type=list[Event])
+    except msgspec.ValidationError:
+        return events_from_dicts(msgspec.json.decode(data, type=list[dict[str, Raw]]))
+
+
+def events_from_dicts(dicts):
+    """Build Events from raw key/value dicts, keeping keys and values that do not fit aside."""
+    events = []
+    for raw_event in dicts:
+        event, unknown = struct_from_raw_fields(raw_event, Event, _FIELD_TYPES)
+        if unknown:
+            event.unknown_fields = unknown
+        events.append(event)
+    return events
+
+
+def struct_from_raw_fields(raw_fields, struct_type, field_types):
+    """Decode each raw value that fits its field of `struct_type` (by JSON name); return the
+    struct and a dict of the raw values that did not fit or have no field."""
+    fields, unknown = {}, {}
+    for key, raw in raw_fields.items():
+        field = field_types.get(key)
+        if field is None:
+            unknown[key] = raw
+            continue
+        attribute, typ = field
+        if typ is Raw:
+            fields[attribute] = raw
+            continue
+        try:
+            fields[attribute] = msgspec.json.decode(raw, type=typ)
+        except msgspec.ValidationError:
+            unknown[key] = raw
+    return struct_type(**fields), unknown
+
+
+def field_types(struct_type):
+    """{JSON name: (attribute, type)} for the fields of a msgspec Struct."""
+    info = msgspec.inspect.type_info(struct_type)
+    hints = struct_type.__annotations__
+    return {f.encode_name: (f.name, hints[f.name]) for f in info.fields}
+
+
+_FIELD_TYPES = {
+    name: field
+    for name, field in field_types(Event).items()
+    if field[0] != "unknown_fields"
+}
+
+
+def micros_to_ns(value):
+    """Exact integer nanoseconds from a microsecond figure; digits past the third decimal are
+    truncated toward zero. Raises OverflowError outside the signed 64-bit range."""
+    if type(value) is int:
+        ns = value * 1000
+    else:
+        if not value.is_finite():
+            raise OverflowError("not a finite number")
+        ns = int(value.scaleb(3, context=_EXACT))
+    if not INT64_MIN <= ns <= INT64_MAX:
+        raise OverflowError("out of the 64-bit nanosecond range")
+    return ns

@@ -1,0 +1,396 @@
+"""Route decoded events to their table and build the Arrow columns.
+
+Work is per chunk of events (see `reader`), so it can run in worker processes: `normalize_chunk`
+takes the chunk's JSON bytes and returns one Arrow table per event family plus the counts the
+`traces` row needs. Event indexes are local to the chunk and timestamps are relative to the
+trace's base time, because both depend on what comes before or after the chunk; the caller
+shifts them (see `sink`).
+
+Routing is by phase, then for complete events (ph X) by category. The rules are data below: a
+new Kineto category only needs a line here. An X event of a category nobody knows, or an event
+of a phase not listed, lands in `other_events`, counted as a warning.
+"""
+
+import array
+import gc
+import itertools
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+from msgspec import Raw
+
+from .events import decode_events, field_types, micros_to_ns, struct_from_raw_fields
+from .schema import TABLES
+
+LEGACY_CATEGORIES = {
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "Runtime": "cuda_runtime",
+    "Driver": "cuda_driver",
+    "Operator": "cpu_op",
+}
+
+TABLE_OF_CATEGORY = {
+    "kernel": "kernels",
+    "gpu_memcpy": "kernels",
+    "gpu_memset": "kernels",
+    "gpu_user_annotation": "kernels",
+    "cuda_sync": "kernels",
+    "cpu_op": "cpu_ops",
+    "python_function": "cpu_ops",
+    "user_annotation": "cpu_ops",
+    "trace": "cpu_ops",
+    "overhead": "cpu_ops",
+    "cpu_instant_event": "cpu_ops",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+}
+
+TABLE_OF_PHASE = {
+    "s": "flows",
+    "t": "flows",
+    "f": "flows",
+    "C": "counters",
+    "i": "instants",
+    "I": "instants",
+    "M": "metadata",
+}
+
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+
+
+class KernelArgs(msgspec.Struct, gc=False):
+    device: Int32 | None = None
+    stream: Int64 | None = None
+    correlation: Int64 | None = None
+    external_id: Int64 | None = msgspec.field(default=None, name="External id")
+    external_id_old: Int64 | None = msgspec.field(default=None, name="external id")
+    grid: list[Int32] | None = None
+    block: list[Int32] | None = None
+    registers_per_thread: Int32 | None = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Int64 | None = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: float | None = msgspec.field(default=None, name="blocks per SM")
+    warps_per_sm: float | None = msgspec.field(default=None, name="warps per SM")
+    occupancy: float | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Int64 | None = None
+    bandwidth: float | None = msgspec.field(default=None, name="memory bandwidth (GB/s)")
+
+
+class CpuArgs(msgspec.Struct, gc=False):
+    external_id: Int64 | None = msgspec.field(default=None, name="External id")
+    external_id_old: Int64 | None = msgspec.field(default=None, name="external id")
+    sequence_number: Int64 | None = msgspec.field(default=None, name="Sequence number")
+
+
+class RuntimeArgs(msgspec.Struct, gc=False):
+    correlation: Int64 | None = None
+    external_id: Int64 | None = msgspec.field(default=None, name="External id")
+    external_id_old: Int64 | None = msgspec.field(default=None, name="external id")
+    cbid: Int32 | None = None
+
+
+_ARG_FIELDS = {struct: field_types(struct) for struct in (KernelArgs, CpuArgs, RuntimeArgs)}
+
+
+class EventProblem(Exception):
+    """An event the warehouse cannot hold; `index` is its position in the chunk."""
+
+    def __init__(self, index, problem):
+        super().__init__(index, problem)
+        self.index = index
+        self.problem = problem
+
+
+@dataclass
+class ChunkResult:
+    tables: dict
+    events: int
+    warnings: Counter = field(default_factory=Counter)
+
+
+def normalize_chunk(data, trace_id, first_event=0):
+    """Decode a JSON array of events and build one Arrow table per family that has rows;
+    `first_event` is the index of the array's first event in the file."""
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived objects, no cycles: the collector only costs time
+    try:
+        return _normalize_events(decode_events(data), trace_id, first_event)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+_ROUTE_KEY = operator.attrgetter("ph", "cat")
+
+
+def _normalize_events(events, trace_id, first_event):
+    """Group events by table without a Python-level loop per event (the hot path: map, sort and
+    groupby run in C), then build each table's columns."""
+    warnings = Counter()
+    keys = list(map(_ROUTE_KEY, events))
+    routes = {key: _route(key) for key in set(keys)}
+    if None in routes.values():
+        index = next(i for i, e in enumerate(events) if e.ph is None)
+        raise EventProblem(first_event + index,
+                           "event has no ph (phase)" + _unknown_hint(events[index], "ph"))
+    for key, (_, note) in routes.items():
+        if note:
+            warnings[note] += keys.count(key)
+    table_of_key = {key: table for key, (table, _) in routes.items()}
+    table_of_event = list(map(table_of_key.__getitem__, keys))
+    order = sorted(range(len(events)), key=table_of_event.__getitem__)
+    tables = {}
+    for name, group in itertools.groupby(order, key=table_of_event.__getitem__):
+        positions = list(group)
+        rows = list(map(events.__getitem__, positions))
+        if first_event:
+            positions = [first_event + p for p in positions]
+        columns = _BUILDERS[name](rows, positions, warnings)
+        columns["trace_id"] = pa.array([trace_id] * len(rows), pa.string())
+        tables[name] = pa.Table.from_pydict(columns, schema=TABLES[name].schema)
+    return ChunkResult(tables, len(events), warnings)
+
+
+def _route(key):
+    """(table, warning or None) for events of this (ph, cat); None when ph is missing."""
+    ph, cat = key
+    if ph is None:
+        return None
+    if ph == "X":
+        table = TABLE_OF_CATEGORY.get(_category(cat))
+        if table is None:
+            return "other_events", f"X events of unknown category {cat!r} (in other_events)"
+        return table, None
+    table = TABLE_OF_PHASE.get(ph)
+    if table is None:
+        return "other_events", f"events of phase {ph!r} (in other_events)"
+    return table, None
+
+
+def _unknown_hint(event, key):
+    if event.unknown_fields and key in event.unknown_fields:
+        return f" of a usable type (found {bytes(event.unknown_fields[key])[:40]!r})"
+    return ""
+
+
+def _categories(cats):
+    names = {cat: _category(cat) for cat in set(cats)}
+    return pa.array(list(map(names.__getitem__, cats)), pa.string())
+
+
+def _category(cat):
+    if cat is None:
+        return None
+    return LEGACY_CATEGORIES.get(cat) or cat.lower()
+
+
+# -- column builders ---------------------------------------------------------------------------
+# Columns are built as Arrow arrays with as little per-event Python as possible: raw JSON text
+# is joined into one buffer and wrapped, integer timestamps are scaled by Arrow, args fields are
+# decoded for a whole table in one msgspec call. Slow, exact paths remain for odd values.
+
+
+def _ns(values, positions, what, required):
+    """Integer nanoseconds from microsecond figures (int or Decimal) as an int64 array."""
+    if not required or None not in values:
+        kinds = set(map(type, values))
+        if kinds <= {int, type(None)}:
+            try:
+                return pc.multiply_checked(pa.array(values, pa.int64()), 1000)
+            except (OverflowError, pa.ArrowInvalid):
+                pass  # the exact path below names the event
+    out = []
+    for value, position in zip(values, positions):
+        if value is None:
+            if required:
+                raise EventProblem(position, f"event has no {what}, which its phase needs")
+            out.append(None)
+            continue
+        try:
+            out.append(micros_to_ns(value))
+        except OverflowError as error:
+            raise EventProblem(position, f"{what} {value}: {error}") from None
+    return pa.array(out, pa.int64())
+
+
+def _ids(values):
+    """pid/tid/id as text: numbers for real processes and streams, strings for pseudo tracks."""
+    kinds = set(map(type, values))
+    if kinds <= {int, type(None)}:
+        try:
+            return pa.array(values, pa.int64()).cast(pa.string())
+        except OverflowError:
+            pass
+    return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
+
+
+def _raw_text(raws):
+    """A string array over raw JSON values, built from one joined buffer (no per-value copy)."""
+    lengths = [0 if r is None else len(r) for r in raws] if None in raws else list(map(len, raws))
+    offsets = array.array("q", itertools.accumulate(lengths, initial=0))
+    data = b"".join(r for r in raws if r is not None)
+    validity = None
+    if None in raws:
+        validity = pa.array([r is not None for r in raws], pa.bool_()).buffers()[1]
+    text = pa.Array.from_buffers(pa.large_string(), len(raws),
+                                 [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    text.validate(full=True)  # UTF-8
+    return text.cast(pa.string())
+
+
+def _extra(unknowns, warnings):
+    missing = unknowns.count(None)
+    if missing == len(unknowns):
+        return pa.nulls(len(unknowns), pa.string())
+    warnings["events with fields tracewh does not model (kept in extra)"] += (
+        len(unknowns) - missing)
+    return pa.array([None if u is None else msgspec.json.encode(u).decode() for u in unknowns],
+                    pa.string())
+
+
+_BASE_FIELDS = operator.attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args",
+                                   "unknown_fields")
+
+
+def _base_columns(events, positions, warnings, timed=True, durations=False):
+    names, cats, pids, tids, stamps, durs, args, unknowns = zip(*map(_BASE_FIELDS, events))
+    columns = {
+        "event_index": pa.array(positions, pa.int64()),
+        "name": pa.array(names, pa.string()),
+        "category": _categories(cats),
+        "pid": _ids(pids),
+        "tid": _ids(tids),
+        "args": _raw_text(args),
+        "extra": _extra(unknowns, warnings),
+    }
+    if timed:
+        columns["ts_ns"] = _ns(stamps, positions, "ts", required=True)
+    if durations:
+        missing = durs.count(None)
+        if missing:
+            warnings["X events without dur (kept with NULL dur_ns)"] += missing
+        columns["dur_ns"] = _ns(durs, positions, "dur", required=False)
+    return columns
+
+
+def _decoded_args(events, struct_type):
+    """Each event's args decoded into `struct_type`: in one msgspec call when all fit, else
+    event by event and leniently (a value of an odd type stays in the args text only)."""
+    raws = [e.args for e in events]
+    joined = b"[" + b",".join(b"{}" if r is None else r for r in raws) + b"]"
+    try:
+        return msgspec.json.decode(joined, type=list[struct_type])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return [_lenient_args(raw, struct_type) for raw in raws]
+
+
+def _lenient_args(raw, struct_type):
+    try:
+        return msgspec.json.decode(raw, type=struct_type)
+    except (msgspec.ValidationError, msgspec.DecodeError, TypeError):
+        pass
+    try:
+        fields = msgspec.json.decode(raw, type=dict[str, Raw])
+    except (msgspec.ValidationError, msgspec.DecodeError, TypeError):
+        return struct_type()
+    return struct_from_raw_fields(fields, struct_type, _ARG_FIELDS[struct_type])[0]
+
+
+def _external_ids(args):
+    return [a.external_id if a.external_id is not None else a.external_id_old for a in args]
+
+
+def _dimension(values, axis):
+    return [v[axis] if v is not None and len(v) > axis else None for v in values]
+
+
+def _kernel_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings, durations=True)
+    args = _decoded_args(events, KernelArgs)
+    columns["device"] = [
+        a.device if a.device is not None else (e.pid if type(e.pid) is int else None)
+        for a, e in zip(args, events)
+    ]
+    columns["stream"] = [
+        a.stream if a.stream is not None else (e.tid if type(e.tid) is int else None)
+        for a, e in zip(args, events)
+    ]
+    columns["correlation"] = [a.correlation for a in args]
+    columns["external_id"] = _external_ids(args)
+    grids = [a.grid for a in args]
+    blocks = [a.block for a in args]
+    for axis, suffix in enumerate("xyz"):
+        columns[f"grid_{suffix}"] = _dimension(grids, axis)
+        columns[f"block_{suffix}"] = _dimension(blocks, axis)
+    for name in ("registers_per_thread", "shared_memory", "blocks_per_sm", "warps_per_sm",
+                 "occupancy", "bytes", "bandwidth"):
+        columns[name] = [getattr(a, name) for a in args]
+    return columns
+
+
+def _cpu_op_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings, durations=True)
+    args = _decoded_args(events, CpuArgs)
+    columns["external_id"] = _external_ids(args)
+    columns["sequence_number"] = [a.sequence_number for a in args]
+    return columns
+
+
+def _runtime_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings, durations=True)
+    args = _decoded_args(events, RuntimeArgs)
+    columns["correlation"] = [a.correlation for a in args]
+    columns["external_id"] = _external_ids(args)
+    columns["cbid"] = [a.cbid for a in args]
+    return columns
+
+
+def _flow_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings)
+    columns["ph"] = [e.ph for e in events]
+    columns["id"] = _ids([e.id for e in events])
+    columns["bp"] = [e.bp for e in events]
+    return columns
+
+
+def _instant_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings)
+    columns["scope"] = [e.s for e in events]
+    return columns
+
+
+def _metadata_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings, timed=False)
+    columns["ts_ns"] = _ns([e.ts for e in events], positions, "ts", required=False)
+    return columns
+
+
+def _other_columns(events, positions, warnings):
+    columns = _base_columns(events, positions, warnings, timed=False, durations=True)
+    columns["ts_ns"] = _ns([e.ts for e in events], positions, "ts", required=True)
+    columns["ph"] = [e.ph for e in events]
+    columns["category"] = [e.cat for e in events]
+    return columns
+
+
+def _plain_columns(events, positions, warnings):
+    return _base_columns(events, positions, warnings)
+
+
+_BUILDERS = {
+    "kernels": _kernel_columns,
+    "cpu_ops": _cpu_op_columns,
+    "runtime": _runtime_columns,
+    "flows": _flow_columns,
+    "counters": _plain_columns,
+    "instants": _instant_columns,
+    "metadata": _metadata_columns,
+    "other_events": _other_columns,
+}

@@ -1,0 +1,249 @@
+"""Ingesting trace files: read, normalise, stage, commit.
+
+One file: its chunks are normalised in worker processes when it is large (the JSON decoding and
+column building are CPU-bound), written to a staging directory in order, and committed to the
+catalog, which makes every table's rows visible at once. Several files: each is ingested whole
+by one worker, `jobs` at a time. A file that fails leaves nothing behind; the others go on
+unless `strict`.
+"""
+
+import concurrent.futures
+import datetime
+import io
+import multiprocessing
+import os
+import shutil
+import time
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, field
+
+import msgspec
+import pyarrow as pa
+
+from warehouse.catalog import TraceEntry
+from warehouse.errors import TraceError
+
+from . import identity
+from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
+from .normalize import EventProblem, normalize_chunk
+from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
+from .sources import file_digest, open_trace
+from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
+
+
+@dataclass
+class IngestOptions:
+    run: str | None = None
+    phase: str | None = None
+    rank: int | None = None
+    tags: dict = field(default_factory=dict)
+    replace: bool = False
+    keep_secrets: bool = False
+    strict: bool = False
+    jobs: int = 1
+
+
+@dataclass
+class IngestOutcome:
+    path: str
+    status: str  # ingested, replaced, unchanged, failed
+    run: str | None = None
+    phase: str | None = None
+    rank: int | None = None
+    events: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    warnings: list = field(default_factory=list)
+
+
+class _ChunkSyntaxError(Exception):
+    """A chunk that the reader accepted but the full decode rejects (bad UTF-8, say)."""
+
+    def __init__(self, position, problem):
+        super().__init__(position, problem)
+        self.position = position
+        self.problem = problem
+
+
+@dataclass
+class ChunkSummary:
+    part: int
+    rows: dict
+    events: int
+    warnings: Counter
+
+
+def process_chunk(path, chunk, part, trace_id, staging, base_guess):
+    """Normalise one chunk and stage its part files; runs in a worker process."""
+    data = chunk.load(path)
+    try:
+        result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
+                                 chunk.first_event)
+    except msgspec.DecodeError:
+        try:  # positions in the compacted text mean nothing to the user: find it in the original
+            msgspec.json.decode(data)
+        except msgspec.DecodeError as error:
+            position = decode_error_position(error)
+            raise _ChunkSyntaxError(None if position is None else chunk.offset + position,
+                                    describe_decode_error(error)) from None
+        raise
+    except pa.ArrowInvalid as error:
+        raise _ChunkSyntaxError(None, f"invalid text in event args ({error})") from None
+    for name, table in result.tables.items():
+        write_part(staging, name, part, shift_times(table, base_guess))
+    rows = {name: table.num_rows for name, table in result.tables.items()}
+    return ChunkSummary(part, rows, result.events, result.warnings)
+
+
+def _mp_context():
+    return multiprocessing.get_context("fork")
+
+
+def ingest_paths(catalog, paths, options, on_done=None):
+    """Ingest every path; return their outcomes in input order. `on_done(outcome)` is called
+    as each finishes (for progress). Stops at the first failure when `options.strict`."""
+    outcomes = []
+    if options.jobs > 1 and len(paths) > 1:
+        with concurrent.futures.ProcessPoolExecutor(options.jobs, mp_context=_mp_context()) as pool:
+            futures = [pool.submit(_ingest_one, catalog, path, options, None) for path in paths]
+            for future in futures:
+                outcome = future.result()
+                outcomes.append(outcome)
+                if on_done:
+                    on_done(outcome)
+                if options.strict and outcome.status == "failed":
+                    for rest in futures:
+                        rest.cancel()
+                    break
+        return outcomes
+    pool = None
+    try:
+        for path in paths:
+            if pool is None and options.jobs > 1 and os.path.getsize(path) > BLOCK_SIZE:
+                pool = concurrent.futures.ProcessPoolExecutor(options.jobs,
+                                                              mp_context=_mp_context())
+            outcome = _ingest_one(catalog, path, options, pool)
+            outcomes.append(outcome)
+            if on_done:
+                on_done(outcome)
+            if options.strict and outcome.status == "failed":
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return outcomes
+
+
+def _ingest_one(catalog, path, options, pool):
+    started = time.perf_counter()
+    staging = None
+    try:
+        staging = catalog.new_staging_dir()
+        outcome = ingest_file(catalog, path, options, staging, pool)
+    except TraceError as error:
+        outcome = IngestOutcome(str(path), "failed", error=str(error))
+    finally:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def ingest_file(catalog, path, options, staging, pool=None):
+    """Ingest one file through `staging`; raise TraceError if it cannot be."""
+    try:
+        sha256, size = file_digest(path)
+    except OSError as error:
+        raise TraceError(path, f"cannot read: {error.strerror}") from None
+    trace_id = sha256[:16]
+    run = identity.resolve_run(options.run, path)
+    phase = identity.resolve_phase(options.phase, path)
+    known = [e for e in catalog.entries()
+             if e.sha256 == sha256 and (e.run, e.phase) == (run, phase)
+             and (options.rank is None or e.rank == options.rank)]
+    if known and not options.replace:
+        entry = known[0]
+        return IngestOutcome(str(path), "unchanged", entry.run, entry.phase, entry.rank,
+                             entry.events, entry.bytes)
+
+    base_guess = guess_base_time(path)
+    parts = defaultdict(list)
+    warnings = Counter()
+    events = 0
+    with open_trace(path) as stream:
+        reader = TraceReader(stream, path, by_reference=isinstance(stream, io.BufferedReader))
+        for summary in _summaries(reader, path, trace_id, staging, base_guess, pool, options.jobs):
+            for name in summary.rows:
+                parts[name].append(summary.part)
+            warnings.update(summary.warnings)
+            events += summary.events
+    metadata = decode_metadata(reader.metadata)
+    base_time = base_time_ns(metadata)
+    if base_time != base_guess:
+        for name, numbers in parts.items():
+            for part in numbers:
+                rebase_part(staging, name, part, base_time - base_guess)
+    secrets = 0
+    if not options.keep_secrets:
+        metadata, secrets = redact(metadata)
+    distributed = metadata.get("distributedInfo")
+    distributed = distributed if isinstance(distributed, dict) else {}
+    rank = identity.resolve_rank(options.rank, distributed, path)
+    if events == 0:
+        warnings["the trace has no events"] += 1
+    notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
+    row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
+                    source_path=os.path.abspath(path), size=size, events=events,
+                    world_size=identity.world_size(distributed), tags=options.tags,
+                    warnings=notes, secrets_redacted=secrets)
+    devices = device_rows(metadata, trace_id)
+    if devices:
+        write_whole(staging, "devices", devices)
+        parts["devices"] = [0]
+    parts["traces"] = [0]
+
+    def stage_trace_row(entry):
+        row["ingest_seq"] = entry.seq
+        row["ingested_at"] = datetime.datetime.fromisoformat(entry.committed_at)
+        write_whole(staging, "traces", [row])
+
+    entry = TraceEntry(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
+                       parts=dict(parts), events=events, bytes=size,
+                       source_path=os.path.abspath(path), tags=options.tags)
+    result = catalog.commit(entry, staging, replace=options.replace,
+                            before_publish=stage_trace_row)
+    return IngestOutcome(str(path), result.status, run, phase, rank, events, size,
+                         warnings=notes)
+
+
+def _summaries(reader, path, trace_id, staging, base_guess, pool, jobs):
+    """Process the chunks, in worker processes when there is a pool, and yield their summaries
+    in file order. Errors are restated with the file's event index or byte offset."""
+    pending = deque()
+    try:
+        for part, chunk in enumerate(reader.chunks()):
+            arguments = (path, chunk, part, trace_id, staging, base_guess)
+            if pool is None:
+                yield _checked(lambda: process_chunk(*arguments), path, chunk)
+                continue
+            pending.append((chunk, pool.submit(process_chunk, *arguments)))
+            if len(pending) > 2 * jobs:
+                chunk, future = pending.popleft()
+                yield _checked(future.result, path, chunk)
+        while pending:
+            chunk, future = pending.popleft()
+            yield _checked(future.result, path, chunk)
+    finally:
+        for _, future in pending:
+            future.cancel()
+
+
+def _checked(compute, path, chunk):
+    try:
+        return compute()
+    except EventProblem as problem:
+        raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
+    except _ChunkSyntaxError as error:
+        where = "" if error.position is None else f" at byte {error.position}"
+        raise TraceError(path, f"{error.problem}{where}") from None

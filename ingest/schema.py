@@ -1,0 +1,166 @@
+"""The warehouse's tables: names, Arrow types and the documentation of every column.
+
+One table per event family, so every input event lands in exactly one of them, plus `traces`
+(one row per ingested file) and `devices`. Files hold standard Parquet types only (int64, int32,
+double, string, list<string>, timestamp[us, UTC]); the partition columns run, phase and rank live
+in the Hive paths `<table>/run=<run>/phase=<phase>/rank=<rank>/<trace_id>.parquet`, not in the
+files, as Spark, Trino and Hive expect.
+"""
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+PARTITION_COLUMNS = (
+    ("run", pa.string(), "run name (partition)"),
+    ("phase", pa.string(), "phase: train, prefill, decode, ... or unknown (partition)"),
+    ("rank", pa.int32(), "rank of the process that wrote the trace (partition)"),
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    doc: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple
+
+    @property
+    def schema(self):
+        return pa.schema([(c.name, c.type) for c in self.columns])
+
+    @property
+    def is_event_table(self):
+        return self.name in EVENT_TABLES
+
+
+def _c(name, typ, doc):
+    return Column(name, typ, doc)
+
+
+I64, I32, F64, STR = pa.int64(), pa.int32(), pa.float64(), pa.string()
+
+_IDENTITY = (
+    _c("trace_id", STR, "first 16 hex digits of the source file's sha256"),
+    _c("event_index", I64, "position of the event in the file's traceEvents, from 0"),
+)
+_NAMED = (
+    _c("name", STR, "event name"),
+    _c("category", STR, "Kineto category, lower-cased; old names mapped to new ones "
+       "(Kernel->kernel, Memcpy->gpu_memcpy, Runtime->cuda_runtime, Operator->cpu_op)"),
+)
+_TIMES = (
+    _c("ts_ns", I64, "start, integer ns since the Unix epoch when the trace has absolute time"),
+    _c("dur_ns", I64, "duration in integer ns; NULL when the event has no dur"),
+)
+_THREAD = (
+    _c("pid", STR, "process id as written (number or pseudo-track name)"),
+    _c("tid", STR, "thread id as written (number or pseudo-track name)"),
+)
+_RAW = (
+    _c("args", STR, "the event's args as compact JSON text (numbers exact)"),
+    _c("extra", STR, "JSON object of top-level event keys tracewh does not model, else NULL"),
+)
+
+TABLES = {
+    t.name: t
+    for t in (
+        Table("kernels", "GPU activity: kernels, memcpy, memset, GPU-side user annotations, sync",
+              _IDENTITY + _NAMED + _TIMES + (
+                  _c("device", I32, "GPU index (args.device, else pid)"),
+                  _c("stream", I64, "GPU stream (args.stream, else tid)"),
+                  _c("correlation", I64, "CUPTI/roctracer correlation id linking to the launch"),
+                  _c("external_id", I64, "External id linking to the CPU op"),
+                  _c("grid_x", I32, "grid dimension x"),
+                  _c("grid_y", I32, "grid dimension y"),
+                  _c("grid_z", I32, "grid dimension z"),
+                  _c("block_x", I32, "block dimension x"),
+                  _c("block_y", I32, "block dimension y"),
+                  _c("block_z", I32, "block dimension z"),
+                  _c("registers_per_thread", I32, "registers per thread"),
+                  _c("shared_memory", I64, "shared memory per block, bytes"),
+                  _c("blocks_per_sm", F64, "blocks per SM"),
+                  _c("warps_per_sm", F64, "warps per SM"),
+                  _c("occupancy", F64, "estimated achieved occupancy, percent"),
+                  _c("bytes", I64, "bytes moved (memcpy, memset)"),
+                  _c("bandwidth", F64, "memory bandwidth, GB/s (memcpy, memset)"),
+              ) + _THREAD + _RAW),
+        Table("cpu_ops", "CPU-side spans: cpu_op, python_function, user_annotation, Trace, overhead",
+              _IDENTITY + _NAMED + _TIMES + _THREAD + (
+                  _c("external_id", I64, "External id linking to GPU activity"),
+                  _c("sequence_number", I64, "autograd sequence number"),
+              ) + _RAW),
+        Table("runtime", "CUDA/HIP runtime and driver calls (cuda_runtime, cuda_driver)",
+              _IDENTITY + _NAMED + _TIMES + _THREAD + (
+                  _c("correlation", I64, "correlation id linking to the GPU activity it launched"),
+                  _c("external_id", I64, "External id linking to the CPU op"),
+                  _c("cbid", I32, "CUPTI callback id"),
+              ) + _RAW),
+        Table("flows", "flow events (ph s, t, f): ac2g, async_cpu_to_gpu, fwdbwd",
+              _IDENTITY + _NAMED + (
+                  _c("ph", STR, "s (start), t (step) or f (finish)"),
+                  _c("id", STR, "flow id as written"),
+                  _c("bp", STR, "binding point: e (enclosing slice) or NULL"),
+                  _TIMES[0],
+              ) + _THREAD + _RAW),
+        Table("counters", "counter events (ph C); series values are in args",
+              _IDENTITY + _NAMED + (_TIMES[0],) + _THREAD + _RAW),
+        Table("instants", "instant events (ph i, I)",
+              _IDENTITY + _NAMED + (
+                  _TIMES[0],
+                  _c("scope", STR, "s: g (global), p (process) or t (thread)"),
+              ) + _THREAD + _RAW),
+        Table("metadata", "process and thread metadata (ph M): names, labels, sort indices",
+              _IDENTITY + _NAMED + (_TIMES[0],) + _THREAD + _RAW),
+        Table("other_events", "catch-all: events of any other phase or an unknown category",
+              _IDENTITY + _NAMED + (
+                  _c("ph", STR, "event phase as written"),
+              ) + _TIMES + _THREAD + _RAW),
+        Table("traces", "one row per ingested file",
+              (
+                  _c("trace_id", STR, "first 16 hex digits of sha256"),
+                  _c("sha256", STR, "sha256 of the file as stored"),
+                  _c("source_path", STR, "absolute path of the file when ingested"),
+                  _c("bytes", I64, "size of the file as stored"),
+                  _c("events", I64, "number of events in traceEvents"),
+                  _c("world_size", I32, "distributedInfo.world_size, else NULL"),
+                  _c("device_names", pa.list_(STR), "distinct deviceProperties names"),
+                  _c("schema_version", STR, "schemaVersion, else NULL (old Kineto)"),
+                  _c("base_time_ns", I64, "baseTimeNanoseconds, else NULL"),
+                  _c("trace_name", STR, "traceName"),
+                  _c("cupti_version", STR, "cupti_version"),
+                  _c("cuda_runtime_version", STR, "cuda_runtime_version"),
+                  _c("cuda_driver_version", STR, "cuda_driver_version"),
+                  _c("nccl_version", STR, "distributedInfo.nccl_version"),
+                  _c("roctracer_version", STR, "roctracer_version"),
+                  _c("hip_runtime_version", STR, "hip_runtime_version"),
+                  _c("backend", STR, "distributedInfo.backend (nccl, gloo, ...)"),
+                  _c("tags", STR, "JSON object of the run's --tag KEY=VALUE pairs"),
+                  _c("warnings", pa.list_(STR), "tolerated oddities, counted"),
+                  _c("secrets_redacted", I32, "metadata values redacted as secrets"),
+                  _c("metadata", STR, "JSON object of the other top-level keys (redacted)"),
+                  _c("ingested_at", pa.timestamp("us", tz="UTC"), "when the file was committed"),
+                  _c("ingest_seq", I64, "commit order in this warehouse, from 1"),
+              )),
+        Table("devices", "deviceProperties: one row per GPU described in a trace",
+              (
+                  _c("trace_id", STR, "the trace that described it"),
+                  _c("device", I32, "device id"),
+                  _c("name", STR, "device name"),
+                  _c("total_global_mem", I64, "bytes of global memory"),
+                  _c("compute_major", I32, "compute capability, major"),
+                  _c("compute_minor", I32, "compute capability, minor"),
+                  _c("num_sms", I32, "number of SMs / CUs"),
+                  _c("properties", STR, "all properties as JSON"),
+              )),
+    )
+}
+
+EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
+                "other_events")

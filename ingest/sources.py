@@ -1,0 +1,63 @@
+"""Finding trace files and opening them: paths, directories and globs; plain or gzipped JSON."""
+
+import glob
+import gzip
+import hashlib
+import os
+from pathlib import Path
+
+from warehouse.errors import TraceError, UsageError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_trace_name(path):
+    return path.name.endswith(TRACE_SUFFIXES)
+
+
+def expand_inputs(patterns):
+    """Each PATH argument as a list of trace files: a file as is, a directory as every trace
+    file under it, anything else as a glob. Sorted, without repeats."""
+    files = []
+    for pattern in patterns:
+        path = Path(pattern)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and is_trace_name(p))
+            if not found:
+                raise UsageError(f"{pattern}: no trace files (*.json, *.json.gz) in this directory")
+        elif path.exists():
+            found = [path]
+        else:
+            found = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+            if not found:
+                raise UsageError(f"{pattern}: no such file, directory or matching glob")
+        files.extend(found)
+    unique = {}
+    for path in files:
+        unique.setdefault(os.path.abspath(path), path)
+    return list(unique.values())
+
+
+def open_trace(path):
+    """A binary stream of the JSON text, decompressing gzip by its magic bytes (not its name)."""
+    try:
+        handle = open(path, "rb")
+    except OSError as error:
+        raise TraceError(path, f"cannot open: {error.strerror}") from None
+    if handle.read(2) == _GZIP_MAGIC:
+        handle.seek(0)
+        return gzip.GzipFile(fileobj=handle, mode="rb")
+    handle.seek(0)
+    return handle
+
+
+def file_digest(path):
+    """sha256 hex digest and size in bytes of the file as stored (compressed or not)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size

@@ -1,0 +1,60 @@
+"""Staging one trace's Parquet files: each chunk of events becomes one part file per table.
+
+Parts are written by the worker that normalised the chunk, so the parent process only reads
+and cuts the JSON. Event indexes come from the reader (it counts the events of each chunk), and
+timestamps are shifted by the trace's base time. Newer Kineto writes `baseTimeNanoseconds` after
+the events, so the base is guessed before reading, from the file's tail when it can be read
+cheaply, and the parts are rewritten in the rare case the guess was wrong (gzipped newer
+Kineto traces).
+"""
+
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from warehouse.catalog import staged_name
+
+from .schema import TABLES
+
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1}
+_BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
+TAIL_BYTES = 1 << 16
+
+
+def guess_base_time(path):
+    """baseTimeNanoseconds from the last bytes of an uncompressed file, or 0."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(2) == b"\x1f\x8b":
+                return 0
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
+            matches = _BASE_TIME.findall(handle.read())
+    except OSError:
+        return 0
+    return int(matches[-1]) if matches else 0
+
+
+def shift_times(table, delta):
+    if delta == 0 or "ts_ns" not in table.column_names:
+        return table
+    index = table.column_names.index("ts_ns")
+    return table.set_column(index, "ts_ns", pc.add_checked(table["ts_ns"], delta))
+
+
+def write_part(directory, name, part, table):
+    pq.write_table(table, directory / staged_name(name, part), **PARQUET_OPTIONS)
+
+
+def write_whole(directory, name, rows):
+    """A small table written from Python rows (traces, devices), as part 0."""
+    table = pa.Table.from_pylist(rows, schema=TABLES[name].schema)
+    write_part(directory, name, 0, table)
+
+
+def rebase_part(directory, name, part, delta):
+    """Shift a staged part's timestamps by `delta` ns (the base time was not known)."""
+    path = directory / staged_name(name, part)
+    write_part(directory, name, part, shift_times(pq.read_table(path), delta))

@@ -1,0 +1,198 @@
+"""The `tracewh` command line: a thin click layer over the library.
+
+Each command parses its options, calls one library function and prints. Errors a user can cause
+arrive as TracewhError and are printed as one line, `error: ...`, with exit status 2.
+"""
+
+import os
+import sys
+from collections import defaultdict
+
+import click
+
+from ingest.pipeline import IngestOptions, ingest_paths
+from ingest.schema import PARTITION_COLUMNS, TABLES
+from ingest.sources import expand_inputs
+
+from . import output
+from .catalog import Catalog, default_location
+from .errors import TracewhError
+from .names import check_name, parse_tag
+from .query import connect, library, run_query
+
+FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
+                             default="table", show_default=True, help="Output format.")
+
+
+class TracewhGroup(click.Group):
+    """Turns TracewhError into one line on stderr and an exit status, without a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except TracewhError as error:
+            click.echo(f"error: {error}", err=True)
+            ctx.exit(error.exit_code)
+
+
+@click.group(cls=TracewhGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--warehouse", "warehouse_dir", type=click.Path(file_okay=False),
+              help="Warehouse directory [default: $TRACEWH_WAREHOUSE, else ./warehouse].")
+@click.version_option(package_name="tracewh")
+@click.pass_context
+def cli(ctx, warehouse_dir):
+    """tracewh: a columnar trace warehouse with SQL for PyTorch Profiler (Kineto) traces.
+
+    \b
+    Typical session:
+      tracewh ingest traces/run42/ --run run42 --phase train
+      tracewh runs
+      tracewh query "SELECT * FROM overlap"
+      tracewh tables            # what every table and column means
+    """
+    ctx.obj = Catalog(warehouse_dir or default_location())
+
+
+def _echo(text, out_path=None):
+    if out_path:
+        with open(out_path, "w") as handle:
+            handle.write(text)
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--run", help="Run name [default: the input's directory name].")
+@click.option("--phase", help="Phase: train, prefill, decode... [default: from the file name, "
+                              "else unknown].")
+@click.option("--rank", type=click.IntRange(min=0),
+              help="Rank [default: distributedInfo.rank, else a number in the file name "
+                   "(rank-3, worker3), else 0].")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
+              help="Tag stored with the run (git sha, model, config); repeatable.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default=True, help="Worker processes.")
+@click.option("--replace", is_flag=True,
+              help="Replace what the run/phase/rank already holds.")
+@click.option("--strict", is_flag=True, help="Stop at the first file that fails.")
+@click.option("--keep-secrets", is_flag=True,
+              help="Do not redact metadata values that look like secrets.")
+@click.pass_obj
+def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets):
+    """Ingest trace files into the warehouse.
+
+    PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
+    them) or globs. Both Chrome forms are accepted: an object with traceEvents, and a bare
+    array of events. Re-ingesting a file already in its run/phase/rank does nothing.
+
+    \b
+    Examples:
+      tracewh ingest worker*.pt.trace.json.gz --run nightly-2026-11-29 --phase train
+      tracewh ingest traces/ --tag git=3f2a1c --tag model=dsv3 --jobs 4
+    """
+    options = IngestOptions(
+        run=check_name("run", run) if run is not None else None,
+        phase=check_name("phase", phase) if phase is not None else None,
+        rank=rank, tags=dict(parse_tag(t) for t in tags), replace=replace, strict=strict,
+        keep_secrets=keep_secrets, jobs=jobs)
+    files = expand_inputs(paths)
+    show_bar = sys.stderr.isatty() and len(files) > 1
+    with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
+                           hidden=not show_bar) as bar:
+        outcomes = ingest_paths(catalog, files, options, on_done=lambda _: bar.update(1))
+    failed = _report_ingest(outcomes)
+    if failed:
+        sys.exit(2)
+
+
+def _report_ingest(outcomes):
+    """Print a line per failed or unchanged file and a summary per run; return #failures."""
+    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "seconds": 0.0,
+                                  "unchanged": 0})
+    failed = 0
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            failed += 1
+            click.echo(f"error: {outcome.error}", err=True)
+            continue
+        summary = by_run[outcome.run]
+        if outcome.status == "unchanged":
+            summary["unchanged"] += 1
+            click.echo(f"unchanged: {outcome.path} is already in run {outcome.run}, phase "
+                       f"{outcome.phase}, rank {outcome.rank}", err=True)
+            continue
+        summary["files"] += 1
+        summary["events"] += outcome.events
+        summary["bytes"] += outcome.bytes
+        summary["seconds"] += outcome.seconds
+        for warning in outcome.warnings:
+            click.echo(f"warning: {outcome.path}: {warning}", err=True)
+    for run, s in by_run.items():
+        line = (f"run {run}: {s['files']} file{'s' if s['files'] != 1 else ''} ingested, "
+                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB, {s['seconds']:.1f} s")
+        if s["unchanged"]:
+            line += f" ({s['unchanged']} unchanged)"
+        click.echo(line)
+    if failed:
+        click.echo(f"{failed} file{'s' if failed != 1 else ''} failed; nothing was written "
+                   "for them", err=True)
+    return failed
+
+
+@cli.command()
+@click.argument("sql")
+@FORMAT_OPTION
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
+              help="Write the result to this file instead of stdout.")
+@click.option("--allow-write", is_flag=True,
+              help="Allow statements other than SELECT (COPY, ATTACH, INSTALL, SET...).")
+@click.pass_obj
+def query(catalog, sql, fmt, out_path, allow_write):
+    """Run SQL over every table and view; print the result.
+
+    \b
+    Examples:
+      tracewh query "SELECT run, rank, count(*) FROM kernels GROUP BY ALL"
+      tracewh query --format json "SELECT * FROM overlap" > overlap.json
+    """
+    columns, rows = run_query(connect(catalog.root), sql, allow_write=allow_write)
+    _echo(output.render(columns, rows, fmt), out_path)
+
+
+@cli.command()
+@FORMAT_OPTION
+@click.pass_obj
+def runs(catalog, fmt):
+    """List the runs: phases, ranks, files, events and tags."""
+    columns, rows = run_query(connect(catalog.root), "SELECT * FROM runs ORDER BY first_seq")
+    _echo(output.render(columns, rows, fmt))
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.pass_obj
+def tables(catalog, name):
+    """Describe the tables and their columns (or one table, NAME)."""
+    chosen = [TABLES[name]] if name in TABLES else list(TABLES.values())
+    if name and name not in TABLES:
+        raise TracewhError(f"no table {name!r}; tables: {', '.join(TABLES)}")
+    for table in chosen:
+        click.echo(f"{table.name}: {table.doc}")
+        for column_name, typ, doc in PARTITION_COLUMNS:
+            click.echo(f"  {column_name:<22} {str(typ):<14} {doc}")
+        for column in table.columns:
+            click.echo(f"  {column.name:<22} {str(column.type):<14} {column.doc}")
+        click.echo("")
+
+
+@cli.command()
+@click.pass_obj
+def views(catalog):
+    """List the SQL library's views with their descriptions."""
+    for view_name, (description, _) in library().items():
+        click.echo(f"{view_name:<24} {description}")
+
+
+def main():
+    cli(prog_name="tracewh")

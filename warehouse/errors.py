@@ -1,0 +1,32 @@
+"""Error types. Every failure a user can cause is one of these: the CLI prints the message on
+one line and exits with `exit_code`, without a traceback."""
+
+
+class TracewhError(Exception):
+    """Base class: a problem to report to the user, not a bug."""
+
+    exit_code = 2
+
+
+class UsageError(TracewhError):
+    """A bad option value: an unsafe name, an unknown run, a malformed tag."""
+
+
+class TraceError(TracewhError):
+    """An input file that cannot be ingested: truncated, corrupt or not a trace."""
+
+    def __init__(self, path, problem):
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.problem))
+
+
+class QueryError(TracewhError):
+    """SQL that DuckDB rejects, or a statement refused by the read-only guard."""
+
+
+class WarehouseError(TracewhError):
+    """The warehouse directory is not usable (not a warehouse, unreadable manifest)."""

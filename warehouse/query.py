@@ -1,0 +1,129 @@
+"""DuckDB connections over a warehouse: one view per table, then the SQL library in `sql/`.
+
+Table views read exactly the files the manifest names (a snapshot: an ingest committing
+meanwhile is either wholly in or wholly out), with the Hive partition columns first. The
+connection is in-memory; nothing is written unless the caller allows it.
+"""
+
+import importlib.resources
+import re
+
+import duckdb
+import pyarrow as pa
+
+from ingest.schema import PARTITION_COLUMNS, TABLES
+
+from .catalog import Catalog
+from .errors import QueryError
+
+_DUCKDB_TYPES = {
+    pa.int64(): "BIGINT",
+    pa.int32(): "INTEGER",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.list_(pa.string()): "VARCHAR[]",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+}
+_HIVE_TYPES = "{'run': VARCHAR, 'phase': VARCHAR, 'rank': INTEGER}"
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+_HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
+
+
+def sql_literal(text):
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _quote(identifier):
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def table_view_sql(table, files):
+    columns = ", ".join(_quote(c.name) for c in table.columns)
+    if not files:
+        typed = [f"CAST(NULL AS {_DUCKDB_TYPES[t]}) AS {n}" for n, t, _ in PARTITION_COLUMNS]
+        typed += [f"CAST(NULL AS {_DUCKDB_TYPES[c.type]}) AS {_quote(c.name)}"
+                  for c in table.columns]
+        return f"CREATE VIEW {table.name} AS SELECT {', '.join(typed)} WHERE false"
+    file_list = "[" + ", ".join(sql_literal(f) for f in files) + "]"
+    return (f"CREATE VIEW {table.name} AS SELECT run, phase, rank, {columns} "
+            f"FROM read_parquet({file_list}, hive_partitioning = true, "
+            f"hive_types = {_HIVE_TYPES}, union_by_name = true)")
+
+
+def library():
+    """The SQL library: {view name: (description, SQL text)}, from the `sql` package."""
+    views = {}
+    for resource in sorted(importlib.resources.files("sql").iterdir(), key=lambda r: r.name):
+        if resource.name.endswith(".sql"):
+            text = resource.read_text()
+            views[resource.name[:-4]] = (describe(text), text)
+    return views
+
+
+def describe(sql_text):
+    """The first paragraph of a module's header comment."""
+    match = _HEADER_COMMENT.match(sql_text)
+    if not match:
+        return ""
+    lines = [line.lstrip("-").strip() for line in match.group(1).splitlines()]
+    paragraph = []
+    for line in lines:
+        if not line:
+            if paragraph:
+                break
+            continue
+        paragraph.append(line)
+    return " ".join(paragraph)
+
+
+def connect(root, extra_sql=()):
+    """An in-memory DuckDB connection with every table and library view defined."""
+    catalog = Catalog(root)
+    connection = duckdb.connect()
+    for table in TABLES.values():
+        connection.execute(table_view_sql(table, [str(f) for f in catalog.files(table.name)]))
+    pending = [text for _, text in library().values()] + list(extra_sql)
+    # Views may build on each other: define them until no more succeed.
+    while pending:
+        failed = []
+        for text in pending:
+            try:
+                connection.execute(text)
+            except duckdb.CatalogException:
+                failed.append(text)
+        if len(failed) == len(pending):
+            connection.execute(failed[0])  # raise the real error
+        pending = failed
+    return connection
+
+
+def check_read_only(connection, sql):
+    """Refuse statements that write, copy out, attach, install or change settings."""
+    try:
+        statements = connection.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from None
+    if not statements:
+        raise QueryError("no SQL statement given")
+    for statement in statements:
+        kind = statement.type.name
+        if kind not in READ_ONLY_STATEMENTS:
+            raise QueryError(f"{kind} statements are refused: queries are read-only "
+                             "(use --allow-write to run them)")
+
+
+def run_query(connection, sql, allow_write=False):
+    """Execute `sql`; return (column names, rows) of its last statement."""
+    if not allow_write:
+        check_read_only(connection, sql)
+    try:
+        relation = connection.execute(sql)
+        columns = [d[0] for d in relation.description or []]
+        rows = relation.fetchall() if relation.description else []
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from None
+    return columns, rows
+
+
+def _one_line(error):
+    return " ".join(str(error).split())

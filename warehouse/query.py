@@ -15,6 +15,7 @@ from ingest.schema import PARTITION_COLUMNS, TABLES
 
 from .catalog import Catalog
 from .errors import QueryError
+from .rules import create_rules_table, effective_rules
 
 _DUCKDB_TYPES = {
     pa.int64(): "BIGINT",
@@ -76,13 +77,14 @@ def describe(sql_text):
     return " ".join(paragraph)
 
 
-def connect(root, extra_sql=()):
+def connect(root, rules_file=None):
     """An in-memory DuckDB connection with every table and library view defined."""
     catalog = Catalog(root)
     connection = duckdb.connect()
     for table in TABLES.values():
         connection.execute(table_view_sql(table, [str(f) for f in catalog.files(table.name)]))
-    pending = [text for _, text in library().values()] + list(extra_sql)
+    create_rules_table(connection, effective_rules(root, rules_file))
+    pending = [text for _, text in library().values()]
     # Views may build on each other: define them until no more succeed.
     while pending:
         failed = []

@@ -1,0 +1,24 @@
+-- GPU busy time per run, phase and rank: the union of all GPU activity of the rank (all
+-- streams pooled), gpu_user_annotation ranges left out since they mark time, not work.
+--
+-- Columns:
+--   run, phase, rank   partition
+--   busy_ns            length of the union of kernel, memcpy, memset and sync intervals, ns
+--   first_ns           start of the first activity, ns
+--   last_ns            end of the last activity, ns
+CREATE OR REPLACE VIEW gpu_busy AS
+WITH ordered AS (
+  SELECT run, phase, rank, ts_ns AS start_ns, ts_ns + dur_ns AS end_ns,
+         max(ts_ns + dur_ns) OVER (
+           PARTITION BY run, phase, rank ORDER BY ts_ns, ts_ns + dur_ns
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
+  FROM kernels
+  WHERE category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
+)
+SELECT run, phase, rank,
+       CAST(sum(greatest(0, end_ns - greatest(start_ns, coalesce(covered_until, start_ns))))
+            AS BIGINT) AS busy_ns,
+       min(start_ns) AS first_ns,
+       max(end_ns) AS last_ns
+FROM ordered
+GROUP BY run, phase, rank;

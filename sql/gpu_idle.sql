@@ -1,0 +1,60 @@
+-- GPU idle time per run, phase, rank and stream, with the idle gaps classified:
+--   host_wait    the next kernel was launched only after the previous one had finished:
+--                the GPU waited for the CPU
+--   kernel_wait  a short gap (under 30 us) between kernels already queued: launch and
+--                scheduling overhead
+--   other        longer gaps with work queued: waits on events, other streams, the network
+-- gpu_user_annotation ranges are left out (they mark time, not work).
+--
+-- Columns:
+--   run, phase, rank   partition
+--   stream             GPU stream
+--   kernels            activities on the stream
+--   busy_ns            union of the stream's activity, ns
+--   span_ns            from the first start to the last end, ns
+--   idle_ns            span_ns - busy_ns, the sum of the gaps
+--   host_wait_ns, kernel_wait_ns, other_idle_ns   idle_ns split by cause
+--   idle_ratio         idle_ns / span_ns
+CREATE OR REPLACE VIEW gpu_idle AS
+WITH activity AS (
+  SELECT run, phase, rank, stream, ts_ns AS start_ns, ts_ns + dur_ns AS end_ns, launch_ts_ns
+  FROM kernel_launches
+  WHERE category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
+),
+ordered AS (
+  SELECT *,
+         max(end_ns) OVER (
+           PARTITION BY run, phase, rank, stream ORDER BY start_ns, end_ns
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
+  FROM activity
+),
+gaps AS (
+  SELECT *,
+         CASE WHEN start_ns > covered_until THEN start_ns - covered_until ELSE 0 END AS gap_ns
+  FROM ordered
+),
+classified AS (
+  SELECT *,
+         CASE
+           WHEN gap_ns = 0 THEN NULL
+           WHEN launch_ts_ns >= covered_until THEN 'host_wait'
+           WHEN gap_ns < 30000 THEN 'kernel_wait'
+           ELSE 'other'
+         END AS cause
+  FROM gaps
+),
+totals AS (
+  SELECT run, phase, rank, stream,
+         count(*) AS kernels,
+         CAST(sum(greatest(0, end_ns - greatest(start_ns, coalesce(covered_until, start_ns))))
+              AS BIGINT) AS busy_ns,
+         max(end_ns) - min(start_ns) AS span_ns,
+         CAST(sum(gap_ns) AS BIGINT) AS idle_ns,
+         CAST(sum(CASE WHEN cause = 'host_wait' THEN gap_ns ELSE 0 END) AS BIGINT) AS host_wait_ns,
+         CAST(sum(CASE WHEN cause = 'kernel_wait' THEN gap_ns ELSE 0 END) AS BIGINT) AS kernel_wait_ns,
+         CAST(sum(CASE WHEN cause = 'other' THEN gap_ns ELSE 0 END) AS BIGINT) AS other_idle_ns
+  FROM classified
+  GROUP BY run, phase, rank, stream
+)
+SELECT *, CASE WHEN span_ns > 0 THEN CAST(idle_ns AS DOUBLE) / span_ns END AS idle_ratio
+FROM totals;

@@ -1,0 +1,37 @@
+-- Kernel statistics per run, phase, rank, category and full name, over all GPU activity:
+-- which kernels dominate and how their durations spread. Exact: every kernel counts (no
+-- sampling, no top-N cut before aggregating).
+--
+-- Columns:
+--   run, phase, rank   partition
+--   category           kernel, gpu_memcpy, gpu_memset, gpu_user_annotation, cuda_sync
+--   name               full kernel name
+--   short_name         name without template arguments and parameters
+--   class              communication, computation, memory, sync or other
+--   count              number of executions
+--   total_ns           sum of durations, ns
+--   mean_ns            mean duration, ns (a fraction)
+--   min_ns, max_ns     shortest and longest duration, ns
+--   p50_ns, p90_ns, p99_ns   duration percentiles (nearest rank: an actual duration), ns
+--   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns)
+CREATE OR REPLACE VIEW kernel_stats AS
+WITH stats AS (
+  SELECT run, phase, rank, category, name,
+         min(short_name) AS short_name,
+         min(class) AS class,
+         count(*) AS count,
+         CAST(sum(dur_ns) AS BIGINT) AS total_ns,
+         avg(dur_ns) AS mean_ns,
+         min(dur_ns) AS min_ns,
+         max(dur_ns) AS max_ns,
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY dur_ns) AS p50_ns,
+         percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns,
+         percentile_disc(0.99) WITHIN GROUP (ORDER BY dur_ns) AS p99_ns
+  FROM kernel_classes
+  GROUP BY run, phase, rank, category, name
+)
+SELECT s.*,
+       CASE WHEN b.busy_ns > 0 THEN CAST(s.total_ns AS DOUBLE) / b.busy_ns END AS busy_share
+FROM stats AS s
+LEFT JOIN gpu_busy AS b
+  ON b.run = s.run AND b.phase = s.phase AND b.rank = s.rank;

@@ -1,0 +1,18 @@
+-- Launch latency summed up per run, phase and rank.
+--
+-- Columns:
+--   run, phase, rank   partition
+--   launches           launched GPU activities with a matching runtime/driver call
+--   mean_ns            mean launch latency, ns (a fraction)
+--   p50_ns, p90_ns, p99_ns   percentiles (nearest rank), ns
+--   max_ns             longest launch latency, ns
+CREATE OR REPLACE VIEW launch_latency_summary AS
+SELECT run, phase, rank,
+       count(*) AS launches,
+       avg(launch_latency_ns) AS mean_ns,
+       percentile_disc(0.5) WITHIN GROUP (ORDER BY launch_latency_ns) AS p50_ns,
+       percentile_disc(0.9) WITHIN GROUP (ORDER BY launch_latency_ns) AS p90_ns,
+       percentile_disc(0.99) WITHIN GROUP (ORDER BY launch_latency_ns) AS p99_ns,
+       max(launch_latency_ns) AS max_ns
+FROM launch_latency
+GROUP BY run, phase, rank;

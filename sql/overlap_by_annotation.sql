@@ -1,0 +1,21 @@
+-- Communication/computation overlap per user-annotation instance: DualPipe's attn(F), dispatch(F), mlp(B)... windows, prefill micro-batches.
+--
+-- A kernel counts in the window when the runtime call that launched it falls in it (its own
+-- start when it has no launch): GPU work runs after the CPU that issued it.
+--
+-- Columns:
+--   run, phase, rank     partition
+--   trace_id             the trace holding the window
+--   event_index          the window's event in cpu_ops
+--   annotation           the annotation's name
+--   start_ns, end_ns     the window on the CPU, ns
+--   comm_ns, compute_ns, overlap_ns, overlap_ratio, exposed_comm_ns   as in overlap
+CREATE OR REPLACE VIEW overlap_by_annotation AS
+SELECT
+  run, phase, rank, trace_id, window_index AS event_index, window_name AS annotation,
+  window_start_ns AS start_ns, window_end_ns AS end_ns,
+  first_ns AS comm_ns, second_ns AS compute_ns, overlap_ns,
+  CASE WHEN first_ns > 0 THEN CAST(overlap_ns AS DOUBLE) / first_ns END AS overlap_ratio,
+  first_ns - overlap_ns AS exposed_comm_ns
+FROM overlap_windows
+WHERE scope = 'annotation';

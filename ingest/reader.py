@@ -166,7 +166,7 @@ class TraceReader:
                 pass
             colon = self._skip_whitespace(key + len(b'"traceEvents"'))
             value = self._skip_whitespace(colon + 1)
-            found = self._buf[value : value + 1] if self._buf[colon : colon + 1] == b":" else b"?"
+            found = bytes(self._buf[value : value + 1]) if self._buf[colon : colon + 1] == b":" else b"?"
             if found != b"[":
                 kind = {b"{": "an object", b'"': "a string", b"": "nothing"}.get(found, "not a list")
                 self._fail(f"traceEvents must be a list of events, found {kind}",

@@ -1,4 +1,5 @@
--- GPU idle time per run, phase, rank and stream, with the idle gaps classified:
+-- GPU idle time per run, phase, rank and stream, with the idle gaps classified.
+--
 --   host_wait    the next kernel was launched only after the previous one had finished:
 --                the GPU waited for the CPU
 --   kernel_wait  a short gap (under 30 us) between kernels already queued: launch and

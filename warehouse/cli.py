@@ -5,6 +5,7 @@ arrive as TracewhError and are printed as one line, `error: ...`, with exit stat
 """
 
 import os
+import shutil
 import sys
 from collections import defaultdict
 
@@ -16,9 +17,9 @@ from ingest.sources import expand_inputs
 
 from . import output
 from .catalog import Catalog, default_location
-from .errors import TracewhError
+from .errors import TracewhError, UsageError
 from .names import check_name, parse_tag
-from .query import connect, library, run_query
+from .query import connect, library, run_query, transpile
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
                              default="table", show_default=True, help="Output format.")
@@ -176,7 +177,7 @@ def tables(catalog, name):
     """Describe the tables and their columns (or one table, NAME)."""
     chosen = [TABLES[name]] if name in TABLES else list(TABLES.values())
     if name and name not in TABLES:
-        raise TracewhError(f"no table {name!r}; tables: {', '.join(TABLES)}")
+        raise UsageError(f"no table {name!r}; tables: {', '.join(TABLES)}")
     for table in chosen:
         click.echo(f"{table.name}: {table.doc}")
         for column_name, typ, doc in PARTITION_COLUMNS:
@@ -187,11 +188,30 @@ def tables(catalog, name):
 
 
 @cli.command()
-@click.pass_obj
-def views(catalog):
-    """List the SQL library's views with their descriptions."""
-    for view_name, (description, _) in library().items():
-        click.echo(f"{view_name:<24} {description}")
+@click.argument("name", required=False)
+@click.option("--dialect", type=click.Choice(["duckdb", "spark", "trino"]),
+              help="Print the views' SQL, transpiled to this dialect by sqlglot.")
+def views(name, dialect):
+    """List the SQL library's views with their descriptions (or print their SQL).
+
+    \b
+    Examples:
+      tracewh views                       # name and purpose of every view
+      tracewh views overlap --dialect duckdb
+      tracewh views --dialect spark > tracewh_views.sql
+    """
+    modules = library()
+    if name is not None and name not in modules:
+        raise UsageError(f"no view {name!r}; views: {', '.join(modules)}")
+    chosen = {name: modules[name]} if name else modules
+    if dialect is None and name is None:
+        width = shutil.get_terminal_size((100, 24)).columns
+        for view_name, (description, _) in chosen.items():
+            line = f"{view_name:<24} {description}"
+            click.echo(line if len(line) <= width else line[: width - 1] + "…")
+        return
+    for view_name, (_, text) in chosen.items():
+        click.echo(transpile(text, dialect or "duckdb"))
 
 
 def main():

@@ -22,7 +22,7 @@ def check_name(kind, value):
 
 def sanitise_name(value, fallback):
     """Turn a default taken from a path (a directory name) into a safe name."""
-    cleaned = _UNSAFE_CHARS.sub("_", value).lstrip("._-")[:128]
+    cleaned = _UNSAFE_CHARS.sub("_", value).strip("._-")[:128]
     return cleaned or fallback
 
 

@@ -6,9 +6,11 @@ connection is in-memory; nothing is written unless the caller allows it.
 """
 
 import importlib.resources
+import itertools
 import re
 
 import duckdb
+import sqlglot
 import pyarrow as pa
 
 from ingest.schema import PARTITION_COLUMNS, TABLES
@@ -62,19 +64,22 @@ def library():
 
 
 def describe(sql_text):
-    """The first paragraph of a module's header comment."""
+    """The first sentence of a module's header comment."""
     match = _HEADER_COMMENT.match(sql_text)
     if not match:
         return ""
     lines = [line.lstrip("-").strip() for line in match.group(1).splitlines()]
-    paragraph = []
-    for line in lines:
-        if not line:
-            if paragraph:
-                break
-            continue
-        paragraph.append(line)
-    return " ".join(paragraph)
+    paragraph = " ".join(itertools.takewhile(bool, itertools.dropwhile(lambda x: not x, lines)))
+    sentence, dot, _ = paragraph.partition(". ")
+    return sentence.rstrip(":") + ("." if dot and not sentence.endswith(".") else "")
+
+
+def transpile(sql_text, dialect):
+    """A library module's SQL in another engine's dialect (Spark, Trino), via sqlglot."""
+    if dialect == "duckdb":
+        return sql_text
+    statements = sqlglot.transpile(sql_text, read="duckdb", write=dialect, pretty=True)
+    return ";\n".join(statements) + ";\n"
 
 
 def connect(root, rules_file=None):

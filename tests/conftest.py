@@ -1,0 +1,62 @@
+"""Shared fixtures: the real traces in ../shared/traces, a fresh warehouse, a CLI runner."""
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from warehouse.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces"
+EXAMPLES = ROOT / "examples" / "dlrm-8rank"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def shared(relative):
+    """A trace from ../shared/traces; the test is skipped when it is not there."""
+    path = SHARED / relative
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    return path
+
+
+def load_reference(path):
+    """The trace decoded by the standard library, numbers exact (floats as Decimal)."""
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    document = json.loads(raw, parse_float=Decimal)
+    return document if isinstance(document, dict) else {"traceEvents": document}
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    return tmp_path / "wh"
+
+
+@pytest.fixture
+def tracewh(warehouse):
+    """Run the CLI against the test's warehouse: tracewh("ingest", path, ...) -> Result."""
+    runner = CliRunner()
+
+    def run(*args, expect=0):
+        result = runner.invoke(cli, ["--warehouse", str(warehouse), *map(str, args)])
+        if expect is not None:
+            assert result.exit_code == expect, (result.output, result.exception)
+        return result
+
+    return run
+
+
+@pytest.fixture
+def sql(tracewh):
+    """Rows of a query as a list of dicts (through the CLI's JSON output)."""
+
+    def query(text):
+        return json.loads(tracewh("query", "--format", "json", text).stdout)
+
+    return query

@@ -1,0 +1,235 @@
+"""Ingesting real traces: every event lands in exactly one table, exactly, in every format."""
+
+import gzip
+import json
+import shutil
+from collections import Counter
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE
+
+from .conftest import EXAMPLES, load_reference, shared
+
+
+def reference_table(event):
+    """Pure-Python statement of the routing rules, for comparison."""
+    ph = event.get("ph")
+    if ph == "X":
+        category = event.get("cat")
+        category = LEGACY_CATEGORIES.get(category, category.lower() if category else None)
+        return TABLE_OF_CATEGORY.get(category, "other_events")
+    return TABLE_OF_PHASE.get(ph, "other_events")
+
+
+def expected_counts(path):
+    return Counter(reference_table(e) for e in load_reference(path)["traceEvents"])
+
+
+def table_counts(sql, run):
+    rows = sql(f"SELECT relation, sum(events) AS n FROM event_counts WHERE run = '{run}' "
+               "GROUP BY relation")
+    return Counter({r["relation"]: r["n"] for r in rows})
+
+
+FORMATS = [
+    "deepseek-profile-data/train.json",                         # integer µs, DeepEP, EP64
+    "hta/trace_file_list/inference_rank_1.json.gz",             # old schema, capitalised cats
+    "hta/nccl_parser_config/nccl_data.json.gz",                 # baseTimeNanoseconds, float ts
+    "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",  # ROCm
+    "tracelens/mi300/resnet_act_checkpoint.json.gz",            # RCCL, hip under cuda_runtime
+    "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",  # CPU-only gloo
+    "tracelens/mi210/gpu_only_trace.json.gz",                   # GPU-only
+    "hta/large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz",  # > int64 arg
+    "hta/call_stack/backward_thread.json",                      # no schemaVersion
+    "tracelens/b200/eager_trace.json.gz",                       # newest schema, python_function
+    "hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz",
+    "hta/triton_example/triton_example.json.gz",
+]
+
+
+@pytest.mark.parametrize("relative", FORMATS)
+def test_every_event_lands_in_exactly_one_table(relative, tracewh, sql):
+    path = shared(relative)
+    tracewh("ingest", path, "--run", "r", "--phase", "p")
+    counts = table_counts(sql, "r")
+    assert counts == expected_counts(path)
+    (trace,) = sql("SELECT events FROM traces")
+    assert trace["events"] == sum(counts.values()) == len(load_reference(path)["traceEvents"])
+
+
+def exact_ns(value):
+    from fractions import Fraction
+    from decimal import Decimal
+    return int(Fraction(Decimal(str(value))) * 1000)
+
+
+@pytest.mark.parametrize("relative", [
+    "tracelens/b200/eager_trace.json.gz", "deepseek-profile-data/train.json",
+    "hta/trace_file_list/inference_rank_1.json.gz"])
+def test_kernel_times_are_exact_nanoseconds(relative, tracewh, sql):
+    path = shared(relative)
+    reference = load_reference(path)
+    base = int(reference.get("baseTimeNanoseconds", 0))
+    expected = sorted((base + exact_ns(e["ts"]), exact_ns(e["dur"]))
+                      for e in reference["traceEvents"]
+                      if e.get("ph") == "X" and reference_table(e) == "kernels")
+    tracewh("ingest", path, "--run", "r")
+    rows = sql("SELECT ts_ns, dur_ns FROM kernels ORDER BY ts_ns, dur_ns")
+    assert [(r["ts_ns"], r["dur_ns"]) for r in rows] == expected
+
+
+def test_new_kineto_times_are_absolute(tracewh, sql):
+    tracewh("ingest", shared("tracelens/b200/eager_trace.json.gz"), "--run", "b200")
+    (row,) = sql("SELECT min(ts_ns) AS first FROM kernels")
+    # baseTimeNanoseconds 1767189312000000000 (2025-12-31) plus float µs offsets of ~16 days
+    assert row["first"] == 1767189312000000000 + 1365627865398727
+
+
+def test_old_kineto_categories_are_mapped(tracewh, sql):
+    tracewh("ingest", shared("hta/trace_file_list/inference_rank_1.json.gz"), "--run", "old")
+    assert {r["category"] for r in sql("SELECT DISTINCT category FROM kernels")} == {"kernel"}
+    assert {r["category"] for r in sql("SELECT DISTINCT category FROM runtime")} == \
+        {"cuda_runtime"}
+    flows = sql("SELECT category, count(*) AS n FROM flows GROUP BY 1")
+    assert flows == [{"category": "async_gpu", "n": 8}]
+    (kernel,) = sql("SELECT correlation, external_id, grid_x, block_x, registers_per_thread "
+                    "FROM kernels WHERE correlation = 538860")
+    assert kernel == {"correlation": 538860, "external_id": 0, "grid_x": 64, "block_x": 128,
+                      "registers_per_thread": 16}
+
+
+def test_argument_above_int64_is_kept_exactly(tracewh, sql):
+    path = shared("hta/large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz")
+    big = next(v for e in load_reference(path)["traceEvents"] for v in e.get("args", {}).values()
+               if isinstance(v, int) and v > 2**63)
+    tracewh("ingest", path, "--run", "big")
+    args = [r["args"] for r in sql("SELECT args FROM cpu_ops UNION ALL SELECT args FROM kernels")]
+    assert any(str(big) in (a or "") for a in args)
+
+
+def test_pid_and_tid_as_numbers_or_strings(tracewh, sql):
+    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "ds")
+    rows = sql("SELECT pid, tid FROM instants ORDER BY ts_ns")
+    assert {"pid": "Traces", "tid": "Trace PyTorch Profiler"} in rows
+    assert sql("SELECT count(*) AS n FROM metadata WHERE pid = 'Spans'")[0]["n"] >= 1
+
+
+def test_deepseek_train_figures(tracewh, sql):
+    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "ds")
+    (trace,) = sql("SELECT rank, world_size, backend, device_names, events FROM traces")
+    assert trace == {"rank": 0, "world_size": 64, "backend": "nccl",
+                     "device_names": ["NVIDIA H800"], "events": 14240}
+    deepep = sql("SELECT name, count(*) AS n FROM kernels WHERE name LIKE '%dpsk::ep::%' "
+                 "GROUP BY 1 ORDER BY 1")
+    assert sum(r["n"] for r in deepep) == 36
+    assert sql("SELECT DISTINCT stream FROM kernels WHERE name LIKE '%dpsk::ep::%'") == \
+        [{"stream": 27}]
+
+
+def test_rank_phase_and_run_defaults(tracewh, sql, tmp_path):
+    source = tmp_path / "My Run!"
+    source.mkdir()
+    shutil.copy(shared("hta/trace_filter/sampled_rank-1.json.gz"), source / "train_rank-9.json.gz")
+    shutil.copy(shared("hta/call_stack/backward_thread.json"), source / "worker5_decode.json")
+    tracewh("ingest", source)
+    rows = sql("SELECT run, phase, rank FROM traces ORDER BY rank")
+    # distributedInfo.rank wins over the file name; without it the name's number counts
+    assert rows == [{"run": "My_Run", "phase": "decode", "rank": 0},
+                    {"run": "My_Run", "phase": "train", "rank": 1}]
+
+
+def test_unsafe_names_are_refused(tracewh, warehouse):
+    path = shared("hta/call_stack/backward_thread.json")
+    for option in (["--run", "../x"], ["--run", "_hidden"], ["--phase", "a b"],
+                   ["--tag", "k=v;drop"], ["--tag", "novalue"]):
+        result = tracewh("ingest", path, *option, expect=2)
+        assert result.output.startswith("error: invalid") and "Traceback" not in result.output
+    assert not (warehouse / "kernels").exists()
+
+
+def test_reingest_is_a_no_op_and_replace_replaces(tracewh, sql):
+    path = shared("hta/call_stack/backward_thread.json")
+    tracewh("ingest", path, "--run", "r", "--tag", "git=abc123")
+    again = tracewh("ingest", path, "--run", "r")
+    assert "unchanged" in again.output
+    assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == 1
+    tracewh("ingest", path, "--run", "r", "--replace", "--tag", "git=def456")
+    assert sql("SELECT tags, ingest_seq FROM traces") == [{"tags": '{"git": "def456"}',
+                                                          "ingest_seq": 2}]
+    assert sql("SELECT count(*) AS n FROM cpu_ops")[0]["n"] == 5
+
+
+def test_second_capture_of_a_rank_is_kept_beside_the_first(tracewh, sql, tmp_path):
+    first = shared("hta/call_stack/backward_thread.json")
+    second = tmp_path / "backward_thread.json"
+    document = json.loads(first.read_text())
+    document["traceEvents"] = document["traceEvents"][:3]
+    second.write_text(json.dumps(document))
+    tracewh("ingest", first, second, "--run", "r", "--phase", "train")
+    rows = sql("SELECT rank, events FROM traces ORDER BY events")
+    assert rows == [{"rank": 0, "events": 3}, {"rank": 0, "events": 7}]
+    totals = sql("SELECT trace_id, sum(events) AS n FROM event_counts GROUP BY 1 ORDER BY 2")
+    assert [r["n"] for r in totals] == [3, 7]
+
+
+def test_dlrm_eight_ranks_in_parallel(tracewh, sql, warehouse):
+    result = tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train", "--jobs", "2")
+    assert "run dlrm: 8 files ingested, 26,538 events" in result.output
+    assert [r["rank"] for r in sql("SELECT rank FROM traces ORDER BY rank")] == list(range(8))
+    # Hive layout, standard Parquet types, readable by pyarrow alone
+    dataset = ds.dataset(warehouse / "kernels", format="parquet", partitioning="hive")
+    assert dataset.count_rows() == 2244
+    assert set(dataset.schema.names) >= {"run", "phase", "rank", "ts_ns", "dur_ns", "stream"}
+    for file in (warehouse / "kernels").rglob("*.parquet"):
+        schema = pq.read_schema(file)
+        assert str(schema.field("ts_ns").type) == "int64"
+        assert "run" not in schema.names  # partition columns live in the path
+
+
+def test_bad_file_among_good_ones(tracewh, sql, tmp_path):
+    bad = tmp_path / "rank-3.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": ')
+    good = shared("hta/call_stack/backward_thread.json")
+    result = tracewh("ingest", bad, good, "--run", "r", expect=2)
+    assert f"error: {bad}: truncated" in result.output
+    assert "Traceback" not in result.output
+    assert sql("SELECT rank, events FROM traces") == [{"rank": 0, "events": 7}]
+    assert sql("SELECT count(*) AS n FROM kernels WHERE rank = 3")[0]["n"] == 0
+
+
+def test_strict_stops_at_the_first_failure(tracewh, sql, tmp_path):
+    bad = tmp_path / "a.json"
+    bad.write_text("not json")
+    good = tmp_path / "b.json"
+    shutil.copy(shared("hta/call_stack/backward_thread.json"), good)
+    tracewh("ingest", bad, good, "--run", "r", "--strict", "--jobs", "1", expect=2)
+    assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == 0
+
+
+def test_gzip_truncated(tracewh, tmp_path, warehouse):
+    data = gzip.compress(shared("hta/call_stack/backward_thread.json").read_bytes())
+    bad = tmp_path / "t.json.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    result = tracewh("ingest", bad, "--run", "r", expect=2)
+    assert result.output.count("\n") == 2 and f"error: {bad}:" in result.output
+
+
+def test_odd_events_are_kept_and_counted(tracewh, sql, tmp_path):
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "pid": 0, "tid": 7},     # no dur
+        {"ph": "Q", "name": "unknown phase", "ts": 2, "pid": 1, "tid": 1},
+        {"ph": "X", "cat": "brand_new", "name": "n", "ts": 3, "dur": 1},
+        {"ph": "i", "name": "odd field", "ts": 4, "cname": "good", "name2": [1]},
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "x"}},
+    ]}))
+    result = tracewh("ingest", path, "--run", "odd")
+    assert "warning:" in result.output
+    assert sql("SELECT dur_ns FROM kernels") == [{"dur_ns": None}]
+    assert sorted(r["ph"] for r in sql("SELECT ph FROM other_events")) == ["Q", "X"]
+    assert sql("SELECT extra FROM instants") == [{"extra": '{"cname":"good","name2":[1]}'}]
+    (trace,) = sql("SELECT warnings, events FROM traces")
+    assert trace["events"] == 5 and len(trace["warnings"]) == 4

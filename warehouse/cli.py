@@ -25,6 +25,12 @@ FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS
                              default="table", show_default=True, help="Output format.")
 
 
+RULES_OPTION = click.option(
+    "--rules", type=click.Path(exists=True, dir_okay=False),
+    help="TOML file of kernel classification rules, tried before the defaults "
+         "(see sql/kernel_rules.toml).")
+
+
 class TracewhGroup(click.Group):
     """Turns TracewhError into one line on stderr and an exit status, without a traceback."""
 
@@ -148,8 +154,9 @@ def _report_ingest(outcomes):
               help="Write the result to this file instead of stdout.")
 @click.option("--allow-write", is_flag=True,
               help="Allow statements other than SELECT (COPY, ATTACH, INSTALL, SET...).")
+@RULES_OPTION
 @click.pass_obj
-def query(catalog, sql, fmt, out_path, allow_write):
+def query(catalog, sql, fmt, out_path, allow_write, rules):
     """Run SQL over every table and view; print the result.
 
     \b
@@ -157,7 +164,7 @@ def query(catalog, sql, fmt, out_path, allow_write):
       tracewh query "SELECT run, rank, count(*) FROM kernels GROUP BY ALL"
       tracewh query --format json "SELECT * FROM overlap" > overlap.json
     """
-    columns, rows = run_query(connect(catalog.root), sql, allow_write=allow_write)
+    columns, rows = run_query(connect(catalog.root, rules), sql, allow_write=allow_write)
     _echo(output.render(columns, rows, fmt), out_path)
 
 

@@ -1,0 +1,80 @@
+"""Independent pure-Python reference for the interval figures the SQL views compute."""
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+from warehouse.rules import default_rules
+
+
+def union_length(intervals):
+    """Length of the union of half-open [start, end) intervals, by merging."""
+    total, current_start, current_end = 0, None, None
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if current_end is None or start > current_end:
+            if current_end is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None:
+        total += current_end - current_start
+    return total
+
+
+def intersection_length(first, second):
+    """Length of (union of first) ∩ (union of second), by sweeping merged lists."""
+    def merged(intervals):
+        out = []
+        for start, end in sorted(i for i in intervals if i[1] > i[0]):
+            if out and start <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], end)
+            else:
+                out.append([start, end])
+        return out
+
+    a, b = merged(first), merged(second)
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0, high - low)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def ns(value):
+    return int(Fraction(Decimal(str(value))) * 1000)
+
+
+def kernel_class(category, name):
+    for target, rule_category, pattern, value in default_rules():
+        if target != "class":
+            continue
+        if rule_category is not None and rule_category != category:
+            continue
+        if pattern is not None and not re.search(pattern, (name or "").lower()):
+            continue
+        return value
+    return "other"
+
+
+def overlap_from_trace(document):
+    """(comm_ns, compute_ns, overlap_ns) of one trace, all streams pooled."""
+    base = int(document.get("baseTimeNanoseconds", 0))
+    sets = {"communication": [], "computation": []}
+    for event in document["traceEvents"]:
+        if event.get("ph") != "X" or event.get("cat", "").lower() != "kernel":
+            continue
+        if not event.get("dur"):
+            continue
+        start = base + ns(event["ts"])
+        klass = kernel_class("kernel", event.get("name"))
+        if klass in sets:
+            sets[klass].append((start, start + ns(event["dur"])))
+    comm, compute = sets["communication"], sets["computation"]
+    return union_length(comm), union_length(compute), intersection_length(comm, compute)

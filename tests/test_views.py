@@ -1,0 +1,166 @@
+"""The SQL views against a pure-Python reference, property-based tests and golden figures."""
+
+import json
+
+import duckdb
+import pytest
+import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from warehouse.query import library, transpile
+
+from .conftest import EXAMPLES, load_reference, shared
+from .reference import intersection_length, overlap_from_trace, union_length
+
+OVERLAP_TRACES = [
+    "deepseek-profile-data/train.json",
+    "hta/nccl_parser_config/nccl_data.json.gz",
+    "tracelens/mi300/resnet_act_checkpoint.json.gz",
+    "tracelens/b200/eager_trace.json.gz",
+    "hta/trace_filter/sampled_rank-0.json.gz",
+]
+
+
+@pytest.mark.parametrize("relative", OVERLAP_TRACES)
+def test_overlap_matches_reference(relative, tracewh, sql):
+    path = shared(relative)
+    comm, compute, overlap = overlap_from_trace(load_reference(path))
+    tracewh("ingest", path, "--run", "r", "--rank", "0")
+    (row,) = sql("SELECT * FROM overlap")
+    assert (row["comm_ns"], row["compute_ns"], row["overlap_ns"]) == (comm, compute, overlap)
+    assert row["exposed_comm_ns"] == comm - overlap
+    assert row["overlap_ratio"] == (overlap / comm if comm else None)
+
+
+def test_deepseek_dualpipe_hides_96_percent_of_deepep(tracewh, sql):
+    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "ds")
+    (row,) = sql("SELECT * FROM overlap")
+    assert row == {"run": "ds", "phase": "train", "rank": 0, "comm_ns": 113440000,
+                   "compute_ns": 124310000, "overlap_ns": 109250000,
+                   "overlap_ratio": 109250000 / 113440000, "exposed_comm_ns": 4190000}
+    (step,) = sql("SELECT step, comm_ns, overlap_ns FROM overlap_by_step")
+    assert step == {"step": "ProfilerStep#1", "comm_ns": 113440000, "overlap_ns": 109250000}
+    windows = sql("SELECT annotation, count(*) AS n FROM overlap_by_annotation GROUP BY 1")
+    assert {r["annotation"]: r["n"] for r in windows}["dispatch(F)"] == 4
+    collectives = sql("SELECT collective, count(*) AS n FROM kernel_classes "
+                      "WHERE class = 'communication' GROUP BY 1 ORDER BY 1")
+    assert collectives == [{"collective": "combine", "n": 8}, {"collective": "dispatch", "n": 16},
+                           {"collective": "other", "n": 12}]
+
+
+def test_dlrm_overlap_per_rank_matches_reference(tracewh, sql):
+    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+    rows = {r["rank"]: r for r in sql("SELECT * FROM overlap")}
+    for path in sorted(EXAMPLES.glob("*.gz")):
+        document = load_reference(path)
+        rank = int(document["distributedInfo"]["rank"])
+        comm, compute, overlap = overlap_from_trace(document)
+        assert (rows[rank]["comm_ns"], rows[rank]["compute_ns"], rows[rank]["overlap_ns"]) == \
+            (comm, compute, overlap)
+    assert rows[1]["comm_ns"] == 11336000 and rows[1]["overlap_ns"] == 280000
+
+
+def test_every_step_is_kept(tracewh, sql):
+    tracewh("ingest", shared("hta/trace_filter/sampled_rank-0.json.gz"), "--run", "r")
+    steps = [r["step"] for r in sql("SELECT step FROM overlap_by_step ORDER BY start_ns")]
+    names = sorted({e["name"] for e in load_reference(
+        shared("hta/trace_filter/sampled_rank-0.json.gz"))["traceEvents"]
+        if e.get("name", "").startswith("ProfilerStep#")})
+    assert steps and sorted(steps) == names
+
+
+def test_kernel_stats_and_histogram_match_reference(tracewh, sql):
+    path = shared("tracelens/mi300/resnet_act_checkpoint.json.gz")
+    tracewh("ingest", path, "--run", "r")
+    durations = {}
+    for event in load_reference(path)["traceEvents"]:
+        if event.get("ph") == "X" and event.get("cat") == "kernel":
+            durations.setdefault(event["name"], []).append(int(round(event["dur"] * 1000)))
+    rows = {r["name"]: r for r in sql("SELECT * FROM kernel_stats WHERE category = 'kernel'")}
+    assert set(rows) == set(durations)
+    for name, values in durations.items():
+        values.sort()
+        row = rows[name]
+        assert (row["count"], row["total_ns"], row["min_ns"], row["max_ns"]) == \
+            (len(values), sum(values), values[0], values[-1])
+        assert row["p50_ns"] in values and row["p99_ns"] in values
+    histogram = sql("SELECT name, sum(kernels) AS n, min(lower_ns) AS low FROM kernel_histogram "
+                    "WHERE category = 'kernel' GROUP BY name")
+    assert {r["name"]: r["n"] for r in histogram} == {n: len(v) for n, v in durations.items()}
+    buckets = sql("SELECT lower_ns, upper_ns FROM kernel_histogram")
+    assert all(b["upper_ns"] == max(1, 2 * b["lower_ns"]) for b in buckets)
+
+
+def test_gpu_idle_is_span_minus_busy(tracewh, sql):
+    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+    rows = sql("SELECT * FROM gpu_idle")
+    assert rows
+    for row in rows:
+        assert row["idle_ns"] == row["span_ns"] - row["busy_ns"]
+        assert row["host_wait_ns"] + row["kernel_wait_ns"] + row["other_idle_ns"] == row["idle_ns"]
+
+
+def test_launch_latency_and_rank_skew(tracewh, sql):
+    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+    (summary,) = sql("SELECT * FROM launch_latency_summary WHERE rank = 0")
+    assert summary["launches"] == 261
+    skew = {r["class"]: r for r in sql("SELECT * FROM rank_skew WHERE level = 'class'")}
+    assert skew["communication"]["slowest_rank"] == 1
+    assert skew["communication"]["max_ns"] == 11336000 and skew["communication"]["ranks"] == 8
+
+
+intervals = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(comm=intervals, compute=intervals)
+def test_union_formula_matches_reference(comm, compute):
+    """The windowed union-length SQL of the overlap views against the merging reference."""
+    rows = [("first", s, s + d) for s, d in comm] + [("second", s, s + d) for s, d in compute]
+    rows += [("any", s, e) for _, s, e in rows]
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE overlap_intervals (run VARCHAR, phase VARCHAR, rank INT, "
+                       "scope VARCHAR, trace_id VARCHAR, window_index BIGINT, window_name VARCHAR,"
+                       " window_start_ns BIGINT, window_end_ns BIGINT, set_name VARCHAR, "
+                       "start_ns BIGINT, end_ns BIGINT)")
+    if rows:
+        connection.executemany("INSERT INTO overlap_intervals VALUES ('r', 'p', 0, 'rank', "
+                               "NULL, NULL, NULL, NULL, NULL, ?, ?, ?)", rows)
+    connection.execute(library()["overlap_windows"][1])
+    result = connection.execute("SELECT first_ns, second_ns, overlap_ns FROM overlap_windows") \
+        .fetchall()
+    first = [(s, s + d) for s, d in comm]
+    second = [(s, s + d) for s, d in compute]
+    expected = (union_length(first), union_length(second), intersection_length(first, second))
+    if not rows:
+        assert result == []
+    else:
+        assert result == [expected]
+
+
+@pytest.mark.parametrize("dialect", ["spark", "trino"])
+def test_every_view_transpiles(dialect):
+    for name, (_, text) in library().items():
+        out = transpile(text, dialect)
+        assert f"VIEW {name}".lower() in out.lower()
+        for statement in sqlglot.parse(out, read=dialect):
+            assert statement is not None
+
+
+def test_views_command_lists_and_transpiles(tracewh):
+    listing = tracewh("views").output
+    assert "overlap " in listing and "kernel_stats" in listing
+    spark = tracewh("views", "overlap", "--dialect", "spark").output
+    assert "CREATE OR REPLACE VIEW overlap" in spark
+    assert tracewh("views", "nope", expect=2).output.startswith("error: no view")
+
+
+def test_user_rules_override_defaults(tracewh, sql, tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[class]]\ncategory = "kernel"\npattern = "sgemm"\nclass = "communication"\n'
+                     '[[collective]]\npattern = "sgemm"\ncollective = "gemm_is_comm"\n')
+    tracewh("ingest", EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz", "--run", "r")
+    out = tracewh("query", "--rules", rules, "--format", "json",
+                  "SELECT DISTINCT collective FROM kernel_classes WHERE name LIKE '%sgemm%'")
+    assert json.loads(out.stdout) == [{"collective": "gemm_is_comm"}]

@@ -13,6 +13,7 @@ of a phase not listed, lands in `other_events`, counted as a warning.
 
 import array
 import gc
+import hashlib
 import itertools
 import operator
 from collections import Counter
@@ -311,8 +312,21 @@ def _dimension(values, axis):
     return [v[axis] if v is not None and len(v) > axis else None for v in values]
 
 
+def name_id(name):
+    """A stable signed 64-bit key for a kernel name (names run to hundreds of characters, and
+    per-name joins on them dominate query time)."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _name_ids(names):
+    ids = {name: None if name is None else name_id(name) for name in set(names)}
+    return pa.array(list(map(ids.__getitem__, names)), pa.int64())
+
+
 def _kernel_columns(events, positions, warnings):
     columns = _base_columns(events, positions, warnings, durations=True)
+    columns["name_id"] = _name_ids([e.name for e in events])
     args = _decoded_args(events, KernelArgs)
     columns["device"] = [
         a.device if a.device is not None else (e.pid if type(e.pid) is int else None)

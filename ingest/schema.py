@@ -72,7 +72,10 @@ TABLES = {
     t.name: t
     for t in (
         Table("kernels", "GPU activity: kernels, memcpy, memset, GPU-side user annotations, sync",
-              _IDENTITY + _NAMED + _TIMES + (
+              _IDENTITY + _NAMED + (
+                  _c("name_id", I64, "64-bit hash of name (first 8 bytes of its BLAKE2b), a "
+                     "compact join key for per-name tables"),
+              ) + _TIMES + (
                   _c("device", I32, "GPU index (args.device, else pid)"),
                   _c("stream", I64, "GPU stream (args.stream, else tid)"),
                   _c("correlation", I64, "CUPTI/roctracer correlation id linking to the launch"),

@@ -118,11 +118,10 @@ intervals = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max
 def test_union_formula_matches_reference(comm, compute):
     """The windowed union-length SQL of the overlap views against the merging reference."""
     rows = [("first", s, s + d) for s, d in comm] + [("second", s, s + d) for s, d in compute]
-    rows += [("any", s, e) for _, s, e in rows]
     connection = duckdb.connect()
     connection.execute("CREATE TABLE overlap_intervals (run VARCHAR, phase VARCHAR, rank INT, "
                        "scope VARCHAR, trace_id VARCHAR, window_index BIGINT, window_name VARCHAR,"
-                       " window_start_ns BIGINT, window_end_ns BIGINT, set_name VARCHAR, "
+                       " window_start_ns BIGINT, window_end_ns BIGINT, side VARCHAR, "
                        "start_ns BIGINT, end_ns BIGINT)")
     if rows:
         connection.executemany("INSERT INTO overlap_intervals VALUES ('r', 'p', 0, 'rank', "

@@ -1,0 +1,138 @@
+"""The query, runs, tables commands; read-only guard; secrets; crash safety."""
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from warehouse.catalog import Catalog
+
+from .conftest import EXAMPLES, ROOT, shared
+
+DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+
+
+@pytest.fixture
+def dlrm0(tracewh):
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train", "--tag", "git=abc")
+
+
+def test_formats(tracewh, dlrm0):
+    query = "SELECT rank, count(*) AS kernels, sum(dur_ns) AS ns FROM kernels GROUP BY rank"
+    assert json.loads(tracewh("query", "--format", "json", query).stdout) == \
+        [{"rank": 0, "kernels": 261, "ns": 6851000}]
+    rows = list(csv.DictReader(io.StringIO(tracewh("query", "--format", "csv", query).stdout)))
+    assert rows == [{"rank": "0", "kernels": "261", "ns": "6851000"}]
+    markdown = tracewh("query", "--format", "markdown", query).stdout.splitlines()
+    assert markdown[0] == "| rank | kernels | ns |" and markdown[2] == "| 0 | 261 | 6851000 |"
+    table = tracewh("query", query).stdout.splitlines()
+    assert table[0].split() == ["rank", "kernels", "ns"] and table[-1] == "(1 row)"
+
+
+def test_out_file(tracewh, dlrm0, tmp_path):
+    target = tmp_path / "out.json"
+    tracewh("query", "--format", "json", "--out", target, "SELECT 1 AS one")
+    assert json.loads(target.read_text()) == [{"one": 1}]
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY (SELECT 1) TO '/tmp/x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
+    "CREATE TABLE t AS SELECT 1", "SET threads = 1", "SELECT 1; DROP VIEW kernels"])
+def test_query_is_read_only(tracewh, dlrm0, statement):
+    result = tracewh("query", statement, expect=2)
+    assert "refused: queries are read-only" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_allow_write(tracewh, dlrm0, tmp_path):
+    target = tmp_path / "k.csv"
+    tracewh("query", "--allow-write", f"COPY (SELECT name FROM kernels) TO '{target}'")
+    assert len(target.read_text().splitlines()) == 262
+
+
+def test_sql_error_is_one_line(tracewh, dlrm0):
+    result = tracewh("query", "SELECT nope FROM kernels", expect=2)
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1
+
+
+def test_runs_and_tables(tracewh, dlrm0):
+    runs = json.loads(tracewh("runs", "--format", "json").stdout)
+    assert runs[0]["run"] == "d" and runs[0]["events"] == 3290
+    assert json.loads(runs[0]["tags"]) == {"git": "abc"}
+    described = tracewh("tables", "kernels").stdout
+    assert "ts_ns" in described and "registers_per_thread" in described
+    assert tracewh("tables", "nope", expect=2).output.startswith("error: no table")
+
+
+def test_empty_warehouse_queries(tracewh):
+    assert json.loads(tracewh("query", "--format", "json",
+                              "SELECT count(*) AS n FROM overlap").stdout) == [{"n": 0}]
+
+
+def test_secrets_are_redacted(tracewh, sql, tmp_path):
+    document = json.loads(shared("hta/call_stack/backward_thread.json").read_text())
+    document["environment"] = {"HF_TOKEN": "hf_live_1234", "PATH": "/usr/bin",
+                               "AWS_SECRET_ACCESS_KEY": "abc"}
+    document["INFO"] = ["launch: WANDB_API_KEY=0123456789abcdef python train.py"]
+    path = tmp_path / "secret.json"
+    path.write_text(json.dumps(document))
+    tracewh("ingest", path, "--run", "s")
+    (row,) = sql("SELECT metadata, secrets_redacted FROM traces")
+    assert row["secrets_redacted"] == 3
+    assert "hf_live_1234" not in row["metadata"] and "0123456789abcdef" not in row["metadata"]
+    assert "/usr/bin" in row["metadata"]
+    tracewh("ingest", path, "--run", "kept", "--keep-secrets")
+    (kept,) = sql("SELECT metadata FROM traces WHERE run = 'kept'")
+    assert "hf_live_1234" in kept["metadata"]
+
+
+def test_kill_midway_leaves_no_partial_partition(tmp_path):
+    """kill -9 an ingest of a large trace at several moments: afterwards each partition is
+    absent or complete, and the next command cleans up the leftovers."""
+    source = shared("deepseek-profile-data/train.json")
+    big = tmp_path / "big_rank-1.json"
+    document = json.loads(source.read_text())
+    document["traceEvents"] = document["traceEvents"] * 8
+    big.write_text(json.dumps(document))
+    warehouse = tmp_path / "wh"
+    command = [sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(warehouse),
+               "ingest", str(big), "--run", "k", "--jobs", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for delay in (0.3, 0.8, 1.5):
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        entries = Catalog(warehouse).entries()
+        for entry in entries:  # whatever is committed is whole
+            for _, _, path in entry.files():
+                assert (warehouse / path).is_file()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    (entry,) = Catalog(warehouse).entries()
+    assert entry.events == 14240 * 8
+    committed = {str(warehouse / p) for _, _, p in entry.files()}
+    on_disk = {str(p) for p in warehouse.rglob("*.parquet")}
+    assert on_disk == committed  # no orphans
+    assert not list((warehouse / "_tracewh" / "staging").iterdir())
+
+
+def test_concurrent_ingests_all_land(tmp_path):
+    warehouse = tmp_path / "wh"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    processes = [subprocess.Popen([sys.executable, "-m", "warehouse.cli_main", "--warehouse",
+                                   str(warehouse), "ingest", str(path), "--run", "c",
+                                   "--phase", "train", "--jobs", "1"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for path in sorted(EXAMPLES.glob("*.gz"))]
+    for process in processes:
+        assert process.wait() == 0, process.stderr.read()
+    entries = Catalog(warehouse).entries()
+    assert sorted(e.rank for e in entries) == list(range(8))
+    assert sorted(e.seq for e in entries) == list(range(1, 9))

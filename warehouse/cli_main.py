@@ -1,0 +1,5 @@
+"""`python -m warehouse.cli_main`: the CLI without the installed console script."""
+
+from .cli import main
+
+main()

@@ -12,6 +12,7 @@ import datetime
 import io
 import multiprocessing
 import os
+import re
 import shutil
 import time
 from collections import Counter, defaultdict, deque
@@ -80,6 +81,9 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
     try:
         result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
                                  chunk.first_event)
+    except msgspec.ValidationError as error:
+        raise EventProblem(chunk.first_event + _index_in_message(error),
+                           "not a trace event: " + str(error).split(" - at ")[0]) from None
     except msgspec.DecodeError:
         try:  # positions in the compacted text mean nothing to the user: find it in the original
             msgspec.json.decode(data)
@@ -94,6 +98,12 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         write_part(staging, name, part, shift_times(table, base_guess))
     rows = {name: table.num_rows for name, table in result.tables.items()}
     return ChunkSummary(part, rows, result.events, result.warnings)
+
+
+def _index_in_message(error):
+    """The event index in a msgspec ValidationError's path (`... - at `$[12]``)."""
+    match = re.search(r"\$\[(\d+)\]", str(error))
+    return int(match.group(1)) if match else 0
 
 
 def _mp_context():

@@ -233,3 +233,21 @@ def test_odd_events_are_kept_and_counted(tracewh, sql, tmp_path):
     assert sql("SELECT extra FROM instants") == [{"extra": '{"cname":"good","name2":[1]}'}]
     (trace,) = sql("SELECT warnings, events FROM traces")
     assert trace["events"] == 5 and len(trace["warnings"]) == 4
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('[[1700000000, 1024], [1700000001, 2048]]', "event 0: not a trace event"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1}, "oops"]}', "event 1: not a trace event"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ts": 2, "name": "no ph"}]}',
+     "event 1: event has no ph"),
+    ('{"traceEvents": [{"ph": "M", "name": "ok"}, {"ph": "X", "name": "no ts"}]}',
+     "event 1: event has no ts"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1e400}]}', "event 0: ts"),
+])
+def test_invalid_events_are_refused_whole(content, problem, tracewh, tmp_path, warehouse):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = tracewh("ingest", path, "--run", "r", expect=2)
+    assert result.output.startswith(f"error: {path}: {problem}")
+    assert "Traceback" not in result.output
+    assert not list(warehouse.glob("*/run=*"))

@@ -15,14 +15,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) ingest examples/dlrm-8rank --run dlrm-demo --phase train
+	@$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) ingest examples/dlrm-8rank --run dlrm-demo --phase train
 	@echo
 	@echo "== communication/computation overlap per rank =="
-	$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
+	@$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
 	  "SELECT rank, comm_ns, compute_ns, overlap_ns, round(overlap_ratio, 3) AS overlap_ratio, exposed_comm_ns FROM overlap WHERE run = 'dlrm-demo' ORDER BY rank"
 	@echo
 	@echo "== top kernels by total time over all ranks =="
-	$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
+	@$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
 	  "SELECT short_name, class, sum(count) AS kernels, sum(total_ns) AS total_ns FROM kernel_stats WHERE run = 'dlrm-demo' GROUP BY ALL ORDER BY total_ns DESC LIMIT 10"
 
 test: install

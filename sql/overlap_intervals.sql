@@ -73,8 +73,10 @@ SELECT k.run, k.phase, k.rank, 'stream_pair', CAST(NULL AS VARCHAR), CAST(NULL A
 FROM kernel_classes AS k
 JOIN (
   SELECT a.run, a.phase, a.rank, a.stream AS first_stream, b.stream AS second_stream
-  FROM (SELECT DISTINCT run, phase, rank, stream FROM kernels WHERE stream IS NOT NULL) AS a
-  JOIN (SELECT DISTINCT run, phase, rank, stream FROM kernels WHERE stream IS NOT NULL) AS b
+  FROM (SELECT DISTINCT run, phase, rank, stream FROM kernel_classes
+        WHERE stream IS NOT NULL AND class IN ('communication', 'computation')) AS a
+  JOIN (SELECT DISTINCT run, phase, rank, stream FROM kernel_classes
+        WHERE stream IS NOT NULL AND class IN ('communication', 'computation')) AS b
     ON a.run = b.run AND a.phase = b.phase AND a.rank = b.rank AND a.stream < b.stream
 ) AS p
   ON p.run = k.run AND p.phase = k.phase AND p.rank = k.rank

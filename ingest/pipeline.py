@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -30,6 +31,9 @@ from .normalize import EventProblem, normalize_chunk
 from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
 from .sources import file_digest, open_trace
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
+
+
+HASH_FIRST_LIMIT = 64 << 20
 
 
 @dataclass
@@ -162,20 +166,27 @@ def _ingest_one(catalog, path, options, pool):
 
 def ingest_file(catalog, path, options, staging, pool=None):
     """Ingest one file through `staging`; raise TraceError if it cannot be."""
-    try:
-        sha256, size = file_digest(path)
-    except OSError as error:
-        raise TraceError(path, f"cannot read: {error.strerror}") from None
-    trace_id = sha256[:16]
+    trace_id = uuid.uuid4().hex[:16]
     run = identity.resolve_run(options.run, path)
     phase = identity.resolve_phase(options.phase, path)
-    known = [e for e in catalog.entries()
-             if e.sha256 == sha256 and (e.run, e.phase) == (run, phase)
-             and (options.rank is None or e.rank == options.rank)]
-    if known and not options.replace:
-        entry = known[0]
-        return IngestOutcome(str(path), "unchanged", entry.run, entry.phase, entry.rank,
-                             entry.events, entry.bytes)
+    try:
+        size = os.path.getsize(path)
+    except OSError as error:
+        raise TraceError(path, f"cannot read: {error.strerror}") from None
+    hashing = concurrent.futures.ThreadPoolExecutor(1)
+    digest = hashing.submit(file_digest, path)
+    hashing.shutdown(wait=False)
+    if size <= HASH_FIRST_LIMIT:
+        # Cheap enough to know before parsing whether the file is already there. Larger files
+        # are hashed while they are parsed (hashlib releases the GIL); the commit then finds
+        # out, and a re-ingest costs a parse.
+        known = [e for e in catalog.entries()
+                 if e.sha256 == _digest(digest, path)[0] and (e.run, e.phase) == (run, phase)
+                 and (options.rank is None or e.rank == options.rank)]
+        if known and not options.replace:
+            entry = known[0]
+            return IngestOutcome(str(path), "unchanged", entry.run, entry.phase, entry.rank,
+                                 entry.events, entry.bytes)
 
     base_guess = guess_base_time(path)
     parts = defaultdict(list)
@@ -203,6 +214,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
     if events == 0:
         warnings["the trace has no events"] += 1
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
+    sha256, size = _digest(digest, path)
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
                     source_path=os.path.abspath(path), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
@@ -225,6 +237,13 @@ def ingest_file(catalog, path, options, staging, pool=None):
                             before_publish=stage_trace_row)
     return IngestOutcome(str(path), result.status, run, phase, rank, events, size,
                          warnings=notes)
+
+
+def _digest(future, path):
+    try:
+        return future.result()
+    except OSError as error:
+        raise TraceError(path, f"cannot read: {error.strerror}") from None
 
 
 def _summaries(reader, path, trace_id, staging, base_guess, pool, jobs):

@@ -44,13 +44,13 @@ class Chunk:
     data: bytes | None = None
 
     def load(self, path):
-        """The array's bytes, read from `path` when the chunk is by reference."""
+        """The array's bytes (or bytearray), read from `path` when the chunk is by reference."""
         if self.data is not None:
             return self.data
         with open(path, "rb") as handle:
             data = bytearray(os.pread(handle.fileno(), self.length, self.offset))
         data[0], data[-1] = 0x5B, 0x5D
-        return bytes(data)
+        return data
 
 
 def decode_error_position(error):
@@ -88,14 +88,17 @@ class TraceReader:
     def _read_block(self):
         if self._eof:
             return False
+        end = len(self._buf)
+        self._buf.extend(bytes(self._block_size))
         try:
-            data = self._stream.read(self._block_size)
+            with memoryview(self._buf) as view:
+                count = self._stream.readinto(view[end:])
         except (OSError, EOFError) as error:  # gzip: truncated or corrupt stream
             self._fail(f"cannot read: {error}")
-        if not data:
+        del self._buf[end + (count or 0):]
+        if not count:
             self._eof = True
             return False
-        self._buf += data
         return True
 
     def _drop(self, count):

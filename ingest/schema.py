@@ -47,7 +47,7 @@ def _c(name, typ, doc):
 I64, I32, F64, STR = pa.int64(), pa.int32(), pa.float64(), pa.string()
 
 _IDENTITY = (
-    _c("trace_id", STR, "first 16 hex digits of the source file's sha256"),
+    _c("trace_id", STR, "id of the ingested file (16 hex digits), as in traces"),
     _c("event_index", I64, "position of the event in the file's traceEvents, from 0"),
 )
 _NAMED = (
@@ -127,7 +127,7 @@ TABLES = {
               ) + _TIMES + _THREAD + _RAW),
         Table("traces", "one row per ingested file",
               (
-                  _c("trace_id", STR, "first 16 hex digits of sha256"),
+                  _c("trace_id", STR, "id of this ingest of the file (16 random hex digits)"),
                   _c("sha256", STR, "sha256 of the file as stored"),
                   _c("source_path", STR, "absolute path of the file when ingested"),
                   _c("bytes", I64, "size of the file as stored"),

@@ -8,7 +8,7 @@
 --   relation           table name: kernels, cpu_ops, runtime, flows, counters, instants,
 --                      metadata or other_events
 --   events             rows of that table from that file
---   trace_id           the file (first 16 hex digits of its sha256)
+--   trace_id           the ingested file (as in traces)
 CREATE OR REPLACE VIEW event_counts AS
 SELECT run, phase, rank, 'kernels' AS relation, count(*) AS events, trace_id
 FROM kernels GROUP BY run, phase, rank, trace_id

@@ -1,0 +1,80 @@
+"""Fuzzing: mutated real traces either ingest or fail with one clean error, never a traceback
+and never a partial write."""
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.pipeline import IngestOptions, ingest_paths
+from warehouse.catalog import Catalog
+
+from .conftest import shared
+
+SOURCE = "hta/trace_file_list/inference_rank_1.json.gz"
+
+
+def original():
+    import gzip
+    return gzip.decompress(shared(SOURCE).read_bytes())
+
+
+mutations = st.lists(st.tuples(st.sampled_from(["flip", "cut", "insert", "delete"]),
+                               st.floats(0, 1), st.binary(min_size=1, max_size=4)),
+                     min_size=1, max_size=3)
+
+
+def mutate(data, steps):
+    data = bytearray(data)
+    for kind, where, payload in steps:
+        at = int(where * (len(data) - 1)) if data else 0
+        if kind == "flip" and data:
+            data[at] ^= payload[0] or 1
+        elif kind == "cut":
+            del data[at:]
+        elif kind == "insert":
+            data[at:at] = payload
+        elif kind == "delete":
+            del data[at:at + len(payload)]
+    return bytes(data)
+
+
+def check_ingest(data, name="trace.json"):
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / name
+        path.write_bytes(data)
+        catalog = Catalog(Path(directory) / "wh")
+        (outcome,) = ingest_paths(catalog, [path], IngestOptions(run="fuzz", jobs=1))
+        assert outcome.status in ("ingested", "failed")
+        files = sorted((Path(directory) / "wh").rglob("*.parquet"))
+        if outcome.status == "failed":
+            assert outcome.error.startswith(f"{path}: ") and "\n" not in outcome.error
+            assert files == [] and catalog.entries() == []
+        else:
+            (entry,) = catalog.entries()
+            assert {str(Path(directory) / "wh" / p) for _, _, p in entry.files()} == \
+                {str(f) for f in files}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations)
+def test_mutated_real_trace(steps):
+    check_ingest(mutate(original(), steps))
+
+
+events = st.dictionaries(
+    st.sampled_from(["ph", "cat", "name", "ts", "dur", "pid", "tid", "args", "id", "s", "zz"]),
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5),
+              st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
+                                                                   st.integers(), max_size=2)),
+    max_size=8)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(events, max_size=6), st.booleans())
+def test_generated_events(event_list, bare):
+    document = event_list if bare else {"traceEvents": event_list, "schemaVersion": 1}
+    check_ingest(json.dumps(document).encode())

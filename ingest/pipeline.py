@@ -23,7 +23,7 @@ import msgspec
 import pyarrow as pa
 
 from warehouse.catalog import TraceEntry
-from warehouse.errors import TraceError
+from warehouse.errors import TraceError, printable
 
 from . import identity
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
@@ -156,7 +156,7 @@ def _ingest_one(catalog, path, options, pool):
         staging = catalog.new_staging_dir()
         outcome = ingest_file(catalog, path, options, staging, pool)
     except TraceError as error:
-        outcome = IngestOutcome(str(path), "failed", error=str(error))
+        outcome = IngestOutcome(printable(path), "failed", error=str(error))
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -185,7 +185,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
                  and (options.rank is None or e.rank == options.rank)]
         if known and not options.replace:
             entry = known[0]
-            return IngestOutcome(str(path), "unchanged", entry.run, entry.phase, entry.rank,
+            return IngestOutcome(printable(path), "unchanged", entry.run, entry.phase, entry.rank,
                                  entry.events, entry.bytes)
 
     base_guess = guess_base_time(path)
@@ -216,7 +216,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
     sha256, size = _digest(digest, path)
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
-                    source_path=os.path.abspath(path), size=size, events=events,
+                    source_path=printable(os.path.abspath(path)), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
                     warnings=notes, secrets_redacted=secrets)
     devices = device_rows(metadata, trace_id)
@@ -232,10 +232,10 @@ def ingest_file(catalog, path, options, staging, pool=None):
 
     entry = TraceEntry(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
                        parts=dict(parts), events=events, bytes=size,
-                       source_path=os.path.abspath(path), tags=options.tags)
+                       source_path=printable(os.path.abspath(path)), tags=options.tags)
     result = catalog.commit(entry, staging, replace=options.replace,
                             before_publish=stage_trace_row)
-    return IngestOutcome(str(path), result.status, run, phase, rank, events, size,
+    return IngestOutcome(printable(path), result.status, run, phase, rank, events, size,
                          warnings=notes)
 
 

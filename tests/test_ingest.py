@@ -251,3 +251,15 @@ def test_invalid_events_are_refused_whole(content, problem, tracewh, tmp_path, w
     assert result.output.startswith(f"error: {path}: {problem}")
     assert "Traceback" not in result.output
     assert not list(warehouse.glob("*/run=*"))
+
+
+def test_file_names_that_are_not_utf8(tracewh, sql, tmp_path):
+    directory = tmp_path / "names"
+    directory.mkdir()
+    bad = directory / b"bad\xffname.json".decode("utf-8", "surrogateescape")
+    bad.write_bytes(b'{"traceEvents": [')
+    good = directory / b"good\xfe.json".decode("utf-8", "surrogateescape")
+    good.write_bytes(shared("hta/call_stack/backward_thread.json").read_bytes())
+    result = tracewh("ingest", directory, "--run", "names", expect=2)
+    assert "bad\\xffname.json: truncated" in result.output and "Traceback" not in result.output
+    assert sql("SELECT source_path FROM traces")[0]["source_path"].endswith("good\\xfe.json")

@@ -12,11 +12,17 @@ class UsageError(TracewhError):
     """A bad option value: an unsafe name, an unknown run, a malformed tag."""
 
 
+def printable(path):
+    """A path as text that can always be printed and stored: bytes of a file name that are not
+    UTF-8 (held by Python as surrogates) are shown as \\x escapes."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 class TraceError(TracewhError):
     """An input file that cannot be ingested: truncated, corrupt or not a trace."""
 
     def __init__(self, path, problem):
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{printable(path)}: {problem}")
         self.path = str(path)
         self.problem = problem
 

@@ -19,6 +19,7 @@ from . import output
 from .catalog import Catalog, default_location
 from .errors import TracewhError, UsageError
 from .names import check_name, parse_tag
+from .diff import KEYS, DiffOptions, diff_runs, render_diff, trend
 from .query import connect, library, run_query, transpile
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
@@ -219,6 +220,75 @@ def views(name, dialect):
         return
     for view_name, (_, text) in chosen.items():
         click.echo(transpile(text, dialect or "duckdb"))
+
+
+@cli.command()
+@click.argument("base")
+@click.argument("new")
+@click.option("--phase", help="Compare this phase only.")
+@click.option("--rank", type=click.IntRange(min=0), help="Compare this rank only.")
+@click.option("--threshold", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Percent a kernel's total time (or a metric) must move to count; for "
+                   "overlap_ratio, percentage points.")
+@click.option("--min-ns", type=click.IntRange(min=0), default=10000, show_default=True,
+              help="Noise floor: smaller moves in ns never count.")
+@click.option("--by", type=click.Choice(KEYS), default="name", show_default=True,
+              help="Match kernels by full name, by short name (other builds, other hardware) "
+                   "or compare classes.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),
+              default="table", show_default=True, help="json is the contract for scripts; "
+                                                       "markdown reads well in a PR comment.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a kernel or a metric regressed.")
+@RULES_OPTION
+@click.pass_obj
+def diff(catalog, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_regression,
+         rules):
+    """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
+
+    Per kernel: count, total, mean, p50, p90 on both sides, delta and a status (added,
+    removed, regressed, improved, unchanged). Per phase and rank: overlap_ratio,
+    exposed_comm_ns, step_time_ns and gpu_idle_ns. Runs with different numbers of ranks are
+    compared by per-rank medians. Exit status: 0 no regression (or no --fail-on-regression),
+    1 a regression, 2 a usage or input error.
+
+    \b
+    Nightly gate:
+      tracewh diff nightly-1128 nightly-1129 --fail-on-regression --format markdown > diff.md
+    """
+    options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
+    report = diff_runs(connect(catalog.root, rules), base, new, options)
+    _echo(render_diff(report, fmt))
+    if fail_on_regression and report["summary"]["regression"]:
+        sys.exit(1)
+
+
+@cli.command(name="trend")
+@click.argument("metric")
+@click.option("--last", type=click.IntRange(min=1), help="Only the last N runs.")
+@click.option("--tag", metavar="KEY=VALUE", help="Only runs with this tag.")
+@click.option("--order-by-tag", metavar="KEY",
+              help="Order runs by this tag's value (a nightly date, say) instead of ingest "
+                   "order.")
+@click.option("--phase", help="This phase only.")
+@FORMAT_OPTION
+@click.pass_obj
+def trend_command(catalog, metric, last, tag, order_by_tag, phase, fmt):
+    """Follow METRIC across runs: drift over many nights, not just two.
+
+    METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, or kernel:NAME (a
+    kernel's total time, by full or short name). One row per run and phase: the median over
+    ranks, with the min and max.
+
+    \b
+    Examples:
+      tracewh trend overlap_ratio --last 30
+      tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
+    """
+    columns, rows = trend(connect(catalog.root), metric, last=last,
+                          tag=parse_tag(tag) if tag else None, order_by_tag=order_by_tag,
+                          phase=phase)
+    _echo(output.render(columns, rows, fmt))
 
 
 def main():

@@ -16,7 +16,7 @@ FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48
 
 
-def _json_default(value):
+def json_default(value):
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else str(value)
     if isinstance(value, (datetime.datetime, datetime.date)):
@@ -28,9 +28,11 @@ def _cell(value):
     if value is None:
         return ""
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e15 else str(value)
+        if value.is_integer() and abs(value) < 2**53:
+            return str(int(value))  # a whole number of ns stored as a double
+        return f"{value:.4g}"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, default=_json_default)
+        return json.dumps(value, default=json_default)
     return str(value)
 
 
@@ -41,7 +43,7 @@ def _numeric(value):
 def render(columns, rows, fmt="table", width=None):
     if fmt == "json":
         return json.dumps([dict(zip(columns, row)) for row in rows], indent=2,
-                          default=_json_default) + "\n"
+                          default=json_default) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

@@ -74,10 +74,23 @@ def describe(sql_text):
     return sentence.rstrip(":") + ("." if dot and not sentence.endswith(".") else "")
 
 
+_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE\s*(.*?;)", re.DOTALL)
+
+
 def transpile(sql_text, dialect):
-    """A library module's SQL in another engine's dialect (Spark, Trino), via sqlglot."""
+    """A library module's SQL in another engine's dialect (Spark, Trino), via sqlglot. Table
+    macros have no equivalent there: their body is transpiled, parameters left as names."""
     if dialect == "duckdb":
         return sql_text
+    macros = _MACRO.findall(sql_text)
+    if macros:
+        return "".join(
+            f"-- table macro {name}({' '.join(params.split())}): parameters are placeholders\n"
+            + _transpile_statements(body, dialect) for name, params, body in macros)
+    return _transpile_statements(sql_text, dialect)
+
+
+def _transpile_statements(sql_text, dialect):
     statements = sqlglot.transpile(sql_text, read="duckdb", write=dialect, pretty=True)
     return ";\n".join(statements) + ";\n"
 
@@ -119,12 +132,12 @@ def check_read_only(connection, sql):
                              "(use --allow-write to run them)")
 
 
-def run_query(connection, sql, allow_write=False):
-    """Execute `sql`; return (column names, rows) of its last statement."""
+def run_query(connection, sql, allow_write=False, params=None):
+    """Execute `sql` (with bound `params`); return (column names, rows) of its last statement."""
     if not allow_write:
         check_read_only(connection, sql)
     try:
-        relation = connection.execute(sql)
+        relation = connection.execute(sql, params) if params else connection.execute(sql)
         columns = [d[0] for d in relation.description or []]
         rows = relation.fetchall() if relation.description else []
     except duckdb.Error as error:

@@ -1,0 +1,135 @@
+"""Cross-run diffs and trends on real traces: the nightly regression gate."""
+
+import gzip
+import json
+
+import pytest
+
+from .conftest import EXAMPLES
+
+WORKER0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+SGEMM = "volta_sgemm_128x32_nt"
+
+
+def variant(tmp_path, name, change):
+    """A copy of DLRM rank 0 with `change(event)` applied to every kernel event."""
+    document = json.loads(gzip.decompress(WORKER0.read_bytes()))
+    for event in document["traceEvents"]:
+        if event.get("cat") == "kernel":
+            change(event)
+    path = tmp_path / name / "worker0.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(document))
+    return path
+
+
+def slower_sgemm(event):
+    if event["name"].startswith(SGEMM):
+        event["dur"] = event["dur"] * 1.25  # exact: integer µs times 5/4
+
+
+def diff_json(tracewh, *args, expect=0):
+    return json.loads(tracewh("diff", *args, "--format", "json", expect=expect).stdout)
+
+
+def test_identical_runs_are_unchanged(tracewh, tmp_path):
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    tracewh("ingest", WORKER0, "--run", "new", "--phase", "train")
+    report = diff_json(tracewh, "base", "new", "--fail-on-regression")
+    assert {k["status"] for k in report["kernels"]} == {"unchanged"}
+    assert {m["status"] for m in report["metrics"]} == {"unchanged"}
+    assert report["summary"]["regression"] is False
+    assert {"name", "class", "status", "base_count", "new_count", "base_total_ns",
+            "new_total_ns", "delta_ns", "delta_pct"} <= set(report["kernels"][0])
+    assert set(report) >= {"base", "new", "thresholds", "kernels", "metrics", "summary"}
+
+
+def test_one_kernel_25_percent_slower_is_the_only_regression(tracewh, tmp_path):
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    tracewh("ingest", variant(tmp_path, "slow", slower_sgemm), "--run", "new", "--phase",
+            "train")
+    report = diff_json(tracewh, "base", "new", "--fail-on-regression", expect=1)
+    regressed = [k for k in report["kernels"] if k["status"] == "regressed"]
+    assert [k["name"] for k in regressed] == [next(k["name"] for k in report["kernels"]
+                                                   if k["name"].startswith(SGEMM))]
+    (row,) = regressed
+    assert (row["base_total_ns"], row["new_total_ns"], row["delta_ns"]) == (47000, 58750, 11750)
+    assert row["delta_pct"] == pytest.approx(25.0)
+    assert report["kernels"][0] is not None and report["kernels"][0]["status"] == "regressed"
+    assert {k["status"] for k in report["kernels"][1:]} == {"unchanged"}
+    # without the flag the gate does not fail; the SQL macro gives the same rows
+    tracewh("diff", "base", "new")
+    rows = json.loads(tracewh("query", "--format", "json",
+                              "SELECT name, status, delta_ns FROM run_diff('base', 'new')").stdout)
+    assert rows == [{k: r[k] for k in ("name", "status", "delta_ns")} for r in report["kernels"]]
+
+
+def tiny_kernel():
+    """A kernel whose total time in worker 0 is under 10 µs: doubling it stays in the noise."""
+    totals = {}
+    for event in json.loads(gzip.decompress(WORKER0.read_bytes()))["traceEvents"]:
+        if event.get("cat") == "kernel":
+            totals[event["name"]] = totals.get(event["name"], 0) + event["dur"]
+    return min(name for name, total in totals.items() if 0 < total < 10)
+
+
+def test_added_removed_and_noise_floor(tracewh, tmp_path):
+    tiny = tiny_kernel()
+
+    def change(event):
+        if event["name"].startswith(SGEMM):
+            event["name"] = "renamed_gemm_kernel"
+        elif event["name"] == tiny:
+            event["dur"] = event["dur"] * 2  # +100 %, but under 10 µs in total
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    tracewh("ingest", variant(tmp_path, "changed", change), "--run", "new", "--phase", "train")
+    report = diff_json(tracewh, "base", "new", "--fail-on-regression")
+    status = {k["name"]: k["status"] for k in report["kernels"]}
+    assert status["renamed_gemm_kernel"] == "added"
+    assert [s for n, s in status.items() if n.startswith(SGEMM)] == ["removed"]
+    small = next(k for k in report["kernels"] if k["name"] == tiny)
+    assert small["delta_pct"] == pytest.approx(100.0) and 0 < small["delta_ns"] < 10000
+    assert small["status"] == "unchanged"
+    tight = diff_json(tracewh, "base", "new", "--min-ns", "0", "--fail-on-regression", expect=1)
+    assert {k["name"]: k["status"] for k in tight["kernels"]}[tiny] == "regressed"
+
+
+def test_by_class_and_different_rank_counts(tracewh):
+    tracewh("ingest", EXAMPLES, "--run", "eight", "--phase", "train")
+    tracewh("ingest", WORKER0, "--run", "one", "--phase", "train", "--rank", "0")
+    report = diff_json(tracewh, "eight", "one", "--by", "class")
+    assert {k["name"] for k in report["kernels"]} == {"communication", "computation", "memory"}
+    # 8 ranks against 1: per-rank medians, metrics per phase (rank NULL)
+    communication = next(k for k in report["kernels"] if k["name"] == "communication")
+    assert communication["base_total_ns"] == 5798000  # median of the 8 ranks' totals
+    assert {m["rank"] for m in report["metrics"]} == {None}
+
+
+def test_unknown_run_lists_known_runs(tracewh):
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    result = tracewh("diff", "base", "nope", expect=2)
+    assert result.output == "error: unknown run 'nope'; known runs: base\n"
+
+
+def test_markdown_report(tracewh, tmp_path):
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    tracewh("ingest", variant(tmp_path, "slow", slower_sgemm), "--run", "new", "--phase",
+            "train")
+    markdown = tracewh("diff", "base", "new", "--format", "markdown").stdout
+    assert markdown.startswith("### tracewh diff: `base` → `new`")
+    assert "| regressed | volta_sgemm_128x32_nt" in markdown
+
+
+def test_trend_over_tagged_runs(tracewh, tmp_path):
+    for day, path in (("2026-11-29", variant(tmp_path, "d2", slower_sgemm)),
+                      ("2026-11-28", WORKER0)):
+        tracewh("ingest", path, "--run", f"nightly-{day}", "--phase", "train",
+                "--tag", f"date={day}", "--tag", "job=nightly")
+    out = json.loads(tracewh("trend", f"kernel:{SGEMM}", "--order-by-tag", "date",
+                             "--tag", "job=nightly", "--format", "json").stdout)
+    assert [(r["run"], r["value"]) for r in out] == [("nightly-2026-11-28", 47000.0),
+                                                     ("nightly-2026-11-29", 58750.0)]
+    last = json.loads(tracewh("trend", "overlap_ratio", "--last", "1", "--format",
+                              "json").stdout)
+    assert [r["run"] for r in last] == ["nightly-2026-11-28"]  # ingest order: the last one
+    assert tracewh("trend", "bogus", expect=2).output.startswith("error: unknown metric")

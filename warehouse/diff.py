@@ -1,0 +1,178 @@
+"""Cross-run comparison: `tracewh diff` (two runs, a regression gate) and `tracewh trend` (one
+metric over many runs). The figures come from the SQL library (`run_diff_with`,
+`run_metric_diff_with`, `run_metrics`); this module checks the arguments, shapes the JSON
+contract and renders the report.
+"""
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+from . import output
+from .errors import UsageError
+from .query import run_query
+
+KEYS = ("name", "short_name", "class")
+METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns")
+TABLE_ROWS = 25
+
+
+@dataclass
+class DiffOptions:
+    phase: str | None = None
+    rank: int | None = None
+    threshold_pct: float = 5.0
+    min_ns: int = 10000
+    by: str = "name"
+
+
+def known_runs(connection):
+    return [row[0] for row in connection.execute("SELECT run FROM runs ORDER BY first_seq")
+            .fetchall()]
+
+
+def check_runs(connection, *runs):
+    known = known_runs(connection)
+    for run in runs:
+        if run not in known:
+            listing = ", ".join(known) if known else "none: the warehouse is empty"
+            raise UsageError(f"unknown run {run!r}; known runs: {listing}")
+
+
+def _records(columns, rows):
+    return [dict(zip(columns, row)) for row in rows]
+
+
+def diff_runs(connection, base, new, options):
+    """The diff as the JSON-ready dict nightly jobs build on."""
+    check_runs(connection, base, new)
+    if base == new:
+        raise UsageError("base and new are the same run")
+    kernels = _records(*run_query(
+        connection, "SELECT * FROM run_diff_with(?, ?, ?, ?, ?, ?, ?)",
+        params=[base, new, options.threshold_pct, options.min_ns, options.by, options.phase,
+                options.rank]))
+    metrics = _records(*run_query(
+        connection, "SELECT * FROM run_metric_diff_with(?, ?, ?, ?, ?, ?)",
+        params=[base, new, options.threshold_pct, options.min_ns, options.phase,
+                options.rank]))
+    kernel_statuses = Counter(k["status"] for k in kernels)
+    metric_statuses = Counter(m["status"] for m in metrics)
+    return {
+        "base": base,
+        "new": new,
+        "thresholds": {"pct": options.threshold_pct, "min_ns": options.min_ns},
+        "by": options.by,
+        "phase": options.phase,
+        "rank": options.rank,
+        "kernels": kernels,
+        "metrics": metrics,
+        "summary": {
+            "kernels": dict(sorted(kernel_statuses.items())),
+            "metrics": dict(sorted(metric_statuses.items())),
+            "regressed_kernels": kernel_statuses["regressed"],
+            "regressed_metrics": metric_statuses["regressed"],
+            "regression": bool(kernel_statuses["regressed"] or metric_statuses["regressed"]),
+        },
+    }
+
+
+_KERNEL_COLUMNS = ("status", "name", "class", "base_count", "new_count", "base_total_ns",
+                   "new_total_ns", "delta_ns", "delta_pct")
+_METRIC_COLUMNS = ("status", "phase", "rank", "metric", "base_value", "new_value", "delta",
+                   "delta_pct")
+
+
+def _pct(value):
+    return None if value is None else round(value, 2)
+
+
+def _rows(records, columns):
+    return [[_pct(r[c]) if c == "delta_pct" else r[c] for c in columns] for r in records]
+
+
+def _summary_line(report):
+    summary = report["summary"]
+    counts = ", ".join(f"{n} {status}" for status, n in summary["kernels"].items()) or "none"
+    verdict = "REGRESSION" if summary["regression"] else "no regression"
+    return (f"{verdict}: kernels {counts}; metrics regressed {summary['regressed_metrics']} "
+            f"of {len(report['metrics'])} (threshold {report['thresholds']['pct']}%, "
+            f"noise floor {report['thresholds']['min_ns']} ns, by {report['by']})")
+
+
+def render_diff(report, fmt):
+    if fmt == "json":
+        return json.dumps(report, indent=2, default=output.json_default) + "\n"
+    changed = [k for k in report["kernels"] if k["status"] != "unchanged"]
+    moved = [m for m in report["metrics"] if m["status"] != "unchanged"]
+    if fmt == "markdown":
+        parts = [f"### tracewh diff: `{report['base']}` → `{report['new']}`\n",
+                 _summary_line(report) + "\n"]
+        if changed:
+            parts += ["\n**Kernels that changed**\n\n",
+                      output.render(_KERNEL_COLUMNS, _rows(changed, _KERNEL_COLUMNS),
+                                    "markdown")]
+        if moved:
+            parts += ["\n**Metrics that moved**\n\n",
+                      output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS),
+                                    "markdown")]
+        return "".join(parts)
+    shown = changed[:TABLE_ROWS]
+    parts = [f"{report['base']} -> {report['new']}: {_summary_line(report)}\n"]
+    if shown:
+        parts += ["\n", output.render(_KERNEL_COLUMNS, _rows(shown, _KERNEL_COLUMNS), "table")]
+        if len(changed) > len(shown):
+            parts.append(f"... {len(changed) - len(shown)} more changed kernels "
+                         "(--format json for all)\n")
+    if moved:
+        parts += ["\n", output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS), "table")]
+    return "".join(parts)
+
+
+def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None):
+    """(columns, rows): the metric per run and phase (median over ranks), in ingest order or
+    by the value of a tag; the last `last` runs."""
+    if metric.startswith("kernel:"):
+        source = ("SELECT run, phase, rank, CAST(sum(dur_ns) AS DOUBLE) AS value "
+                  "FROM kernel_classes WHERE name = ? OR short_name = ? "
+                  "GROUP BY run, phase, rank")
+        params = [metric[len("kernel:"):]] * 2
+    elif metric in METRICS:
+        source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
+        params = [metric]
+    else:
+        raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)} "
+                         "or kernel:NAME (a kernel's total time, by full or short name)")
+    filters = []
+    if phase is not None:
+        filters.append("p.phase = ?")
+        params.append(phase)
+    if tag is not None:
+        filters.append("json_extract_string(r.tags, ?) = ?")
+        params += [_tag_path(tag[0]), tag[1]]
+    order = "r.first_seq"
+    if order_by_tag is not None:
+        order = "json_extract_string(r.tags, ?) NULLS FIRST, r.first_seq"
+        params.append(_tag_path(order_by_tag))
+    where = ("WHERE " + " AND ".join(filters)) if filters else ""
+    sql = f"""
+        WITH m AS ({source}),
+        per_run AS (
+          SELECT run, phase, count(*) AS ranks,
+                 percentile_disc(0.5) WITHIN GROUP (ORDER BY value) AS value,
+                 min(value) AS min_value, max(value) AS max_value
+          FROM m GROUP BY run, phase
+        )
+        SELECT p.run, p.phase, p.ranks, p.value, p.min_value, p.max_value, r.tags
+        FROM per_run AS p JOIN runs AS r ON r.run = p.run
+        {where}
+        ORDER BY {order}, p.phase"""
+    columns, rows = run_query(connection, sql, params=params)
+    if last is not None:
+        keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
+        rows = [row for row in rows if row[0] in keep]
+    return columns, rows
+
+
+def _tag_path(key):
+    return '$."' + key.replace('"', "") + '"'

@@ -77,8 +77,8 @@ def diff_runs(connection, base, new, options):
     }
 
 
-_KERNEL_COLUMNS = ("status", "name", "class", "base_count", "new_count", "base_total_ns",
-                   "new_total_ns", "delta_ns", "delta_pct")
+_KERNEL_COLUMNS = ("status", "name", "base_total_ns", "new_total_ns", "delta_ns", "delta_pct",
+                   "base_count", "new_count", "class")
 _METRIC_COLUMNS = ("status", "phase", "rank", "metric", "base_value", "new_value", "delta",
                    "delta_pct")
 

@@ -223,20 +223,24 @@ def _ns(values, positions, what, required):
 
 def _ids(values):
     """pid/tid/id as text: numbers for real processes and streams, strings for pseudo tracks."""
-    kinds = set(map(type, values))
-    if kinds <= {int, type(None)}:
-        try:
-            return pa.array(values, pa.int64()).cast(pa.string())
-        except OverflowError:
-            pass
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        array = None  # mixed numbers and strings, or a number beyond 64 bits
+    if array is not None and array.type in (pa.int64(), pa.string(), pa.null()):
+        return array.cast(pa.string())
     return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
 
 
 def _raw_text(raws):
     """A string array over raw JSON values, built from one joined buffer (no per-value copy)."""
-    lengths = [0 if r is None else len(r) for r in raws] if None in raws else list(map(len, raws))
+    if None in raws:
+        lengths = [0 if r is None else len(r) for r in raws]
+        data = b"".join(r for r in raws if r is not None)
+    else:
+        lengths = list(map(len, raws))
+        data = b"".join(raws)
     offsets = array.array("q", itertools.accumulate(lengths, initial=0))
-    data = b"".join(r for r in raws if r is not None)
     validity = None
     if None in raws:
         validity = pa.array([r is not None for r in raws], pa.bool_()).buffers()[1]
@@ -285,7 +289,8 @@ def _decoded_args(events, struct_type):
     """Each event's args decoded into `struct_type`: in one msgspec call when all fit, else
     event by event and leniently (a value of an odd type stays in the args text only)."""
     raws = [e.args for e in events]
-    joined = b"[" + b",".join(b"{}" if r is None else r for r in raws) + b"]"
+    listed = b",".join(b"{}" if r is None else r for r in raws) if None in raws else b",".join(raws)
+    joined = b"[" + listed + b"]"
     try:
         return msgspec.json.decode(joined, type=list[struct_type])
     except (msgspec.ValidationError, msgspec.DecodeError):

@@ -136,3 +136,27 @@ def test_concurrent_ingests_all_land(tmp_path):
     entries = Catalog(warehouse).entries()
     assert sorted(e.rank for e in entries) == list(range(8))
     assert sorted(e.seq for e in entries) == list(range(1, 9))
+
+
+def test_queries_during_ingests_see_whole_traces(tmp_path):
+    """While ranks are being ingested, every query sees each committed trace whole: its rows in
+    every table add up to its event count, never a table at a time."""
+    warehouse = tmp_path / "wh"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ingest = subprocess.Popen([sys.executable, "-m", "warehouse.cli_main", "--warehouse",
+                               str(warehouse), "ingest", str(EXAMPLES), "--run", "live",
+                               "--phase", "train", "--jobs", "1"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from warehouse.query import connect
+    seen = set()
+    while True:
+        finished = ingest.poll() is not None
+        rows = connect(warehouse).execute(
+            "SELECT t.trace_id, t.events, sum(c.events) FROM traces AS t "
+            "JOIN event_counts AS c ON c.trace_id = t.trace_id GROUP BY ALL").fetchall()
+        for trace_id, events, counted in rows:
+            assert events == counted
+            seen.add(trace_id)
+        if finished:
+            break
+    assert ingest.returncode == 0 and len(seen) == 8

@@ -156,7 +156,15 @@ def _normalize_events(events, trace_id, first_event):
         columns = _BUILDERS[name](rows, positions, warnings)
         columns["trace_id"] = pa.array([trace_id] * len(rows), pa.string())
         tables[name] = pa.Table.from_pydict(columns, schema=TABLES[name].schema)
+    if "kernels" in tables:
+        tables["kernel_names"] = _kernel_names(tables["kernels"])
     return ChunkResult(tables, len(events), warnings)
+
+
+def _kernel_names(kernels):
+    distinct = kernels.group_by(["trace_id", "category", "name_id", "name"]).aggregate([])
+    return distinct.select(TABLES["kernel_names"].schema.names).cast(
+        TABLES["kernel_names"].schema)
 
 
 def _route(key):

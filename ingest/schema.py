@@ -151,6 +151,15 @@ TABLES = {
                   _c("ingested_at", pa.timestamp("us", tz="UTC"), "when the file was committed"),
                   _c("ingest_seq", I64, "commit order in this warehouse, from 1"),
               )),
+        Table("kernel_names", "the distinct GPU activity names of each trace, by name_id: a small "
+              "dimension table, so per-name work (classification, short names) reads it "
+              "instead of millions of long names",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("category", STR, "category of the activity"),
+                  _c("name_id", I64, "as in kernels"),
+                  _c("name", STR, "the full name"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

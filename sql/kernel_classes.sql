@@ -3,8 +3,8 @@
 -- The rules are data (table `kernel_class_rules`, loaded from sql/kernel_rules.toml and the
 -- user's rule files): the first rule whose category and regular expression (on the lower-cased
 -- name) match gives the class; for communication, the first matching collective rule gives the
--- collective. Rules and short names are worked out once per distinct (category, name), then
--- joined back on the compact name_id.
+-- collective. Rules and short names are worked out once per distinct (category, name), read
+-- from the small `kernel_names` table, then joined back on the compact name_id.
 --
 -- Columns: every column of `kernels`, plus
 --   class        communication, computation, memory, sync or other
@@ -14,7 +14,7 @@
 --                other categories keep their name), for grouping across builds
 CREATE OR REPLACE VIEW kernel_classes AS
 WITH names AS (
-  SELECT DISTINCT category, coalesce(name_id, 0) AS name_key, name FROM kernels
+  SELECT DISTINCT category, coalesce(name_id, 0) AS name_key, name FROM kernel_names
 ),
 matches AS (
   SELECT n.category, n.name_key, n.name, r.target, r.value, r.priority

@@ -25,5 +25,5 @@ SELECT
   CASE WHEN w.first_ns > 0 THEN CAST(w.overlap_ns AS DOUBLE) / w.first_ns END AS overlap_ratio,
   coalesce(w.first_ns - w.overlap_ns, 0) AS exposed_comm_ns
 FROM ranks AS r
-LEFT JOIN overlap_windows AS w
-  ON w.run = r.run AND w.phase = r.phase AND w.rank = r.rank AND w.scope = 'rank';
+LEFT JOIN (SELECT * FROM overlap_windows WHERE scope = 'rank') AS w
+  ON w.run = r.run AND w.phase = r.phase AND w.rank = r.rank;

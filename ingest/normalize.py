@@ -101,7 +101,7 @@ _ARG_FIELDS = {struct: field_types(struct) for struct in (KernelArgs, CpuArgs, R
 
 
 class EventProblem(Exception):
-    """An event the warehouse cannot hold; `index` is its position in the chunk."""
+    """An event the warehouse cannot hold; `index` is its position in traceEvents."""
 
     def __init__(self, index, problem):
         super().__init__(index, problem)

@@ -62,15 +62,6 @@ class IngestOutcome:
     warnings: list = field(default_factory=list)
 
 
-class _ChunkSyntaxError(Exception):
-    """A chunk that the reader accepted but the full decode rejects (bad UTF-8, say)."""
-
-    def __init__(self, position, problem):
-        super().__init__(position, problem)
-        self.position = position
-        self.problem = problem
-
-
 @dataclass
 class ChunkSummary:
     part: int
@@ -80,24 +71,28 @@ class ChunkSummary:
 
 
 def process_chunk(path, chunk, part, trace_id, staging, base_guess):
-    """Normalise one chunk and stage its part files; runs in a worker process."""
+    """Normalise one chunk and stage its part files; runs in a worker process. Problems are
+    raised as TraceError, with the file's event index or byte offset."""
     data = chunk.load(path)
     try:
         result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
                                  chunk.first_event)
+    except EventProblem as problem:
+        raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
     except msgspec.ValidationError as error:
-        raise EventProblem(chunk.first_event + _index_in_message(error),
-                           "not a trace event: " + str(error).split(" - at ")[0]) from None
+        index = chunk.first_event + _index_in_message(error)
+        raise TraceError(path, f"event {index}: not a trace event: "
+                               + str(error).split(" - at ")[0]) from None
     except msgspec.DecodeError:
         try:  # positions in the compacted text mean nothing to the user: find it in the original
             msgspec.json.decode(data)
         except msgspec.DecodeError as error:
             position = decode_error_position(error)
-            raise _ChunkSyntaxError(None if position is None else chunk.offset + position,
-                                    describe_decode_error(error)) from None
+            where = "" if position is None else f" at byte {chunk.offset + position}"
+            raise TraceError(path, describe_decode_error(error) + where) from None
         raise
     except pa.ArrowInvalid as error:
-        raise _ChunkSyntaxError(None, f"invalid text in event args ({error})") from None
+        raise TraceError(path, f"invalid text in event args ({error})") from None
     for name, table in result.tables.items():
         write_part(staging, name, part, shift_times(table, base_guess))
     rows = {name: table.num_rows for name, table in result.tables.items()}
@@ -248,31 +243,19 @@ def _digest(future, path):
 
 def _summaries(reader, path, trace_id, staging, base_guess, pool, jobs):
     """Process the chunks, in worker processes when there is a pool, and yield their summaries
-    in file order. Errors are restated with the file's event index or byte offset."""
+    in file order."""
     pending = deque()
     try:
         for part, chunk in enumerate(reader.chunks()):
             arguments = (path, chunk, part, trace_id, staging, base_guess)
             if pool is None:
-                yield _checked(lambda: process_chunk(*arguments), path, chunk)
+                yield process_chunk(*arguments)
                 continue
-            pending.append((chunk, pool.submit(process_chunk, *arguments)))
+            pending.append(pool.submit(process_chunk, *arguments))
             if len(pending) > 2 * jobs:
-                chunk, future = pending.popleft()
-                yield _checked(future.result, path, chunk)
+                yield pending.popleft().result()
         while pending:
-            chunk, future = pending.popleft()
-            yield _checked(future.result, path, chunk)
+            yield pending.popleft().result()
     finally:
-        for _, future in pending:
+        for future in pending:
             future.cancel()
-
-
-def _checked(compute, path, chunk):
-    try:
-        return compute()
-    except EventProblem as problem:
-        raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
-    except _ChunkSyntaxError as error:
-        where = "" if error.position is None else f" at byte {error.position}"
-        raise TraceError(path, f"{error.problem}{where}") from None

@@ -152,6 +152,10 @@ def _ingest_one(catalog, path, options, pool):
         outcome = ingest_file(catalog, path, options, staging, pool)
     except TraceError as error:
         outcome = IngestOutcome(printable(path), "failed", error=str(error))
+    except OSError as error:  # the warehouse side: disk full, no permission
+        outcome = IngestOutcome(printable(path), "failed",
+                                error=f"{printable(path)}: cannot write to the warehouse "
+                                      f"{printable(catalog.root)}: {error.strerror or error}")
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

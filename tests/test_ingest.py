@@ -263,3 +263,14 @@ def test_file_names_that_are_not_utf8(tracewh, sql, tmp_path):
     result = tracewh("ingest", directory, "--run", "names", expect=2)
     assert "bad\\xffname.json: truncated" in result.output and "Traceback" not in result.output
     assert sql("SELECT source_path FROM traces")[0]["source_path"].endswith("good\\xfe.json")
+
+
+def test_warehouse_write_failure_is_one_line(tracewh, sql, monkeypatch):
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("ingest.writer.pq.write_table", disk_full)
+    result = tracewh("ingest", shared("hta/call_stack/backward_thread.json"), "--run", "r",
+                     "--jobs", "1", expect=2)
+    assert "cannot write to the warehouse" in result.output and "No space left" in result.output
+    monkeypatch.undo()
+    assert sql("SELECT count(*) AS n FROM traces") == [{"n": 0}]

@@ -31,7 +31,7 @@ from .errors import WarehouseError
 STATE_DIR = "_tracewh"
 MANIFEST = "manifest.json"
 PENDING = "pending.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: kernels carry name_id and every trace a kernel_names table
 
 
 @dataclass
@@ -100,9 +100,14 @@ class Catalog:
             raise WarehouseError(f"{path}: cannot read the manifest: {error.strerror}") from None
         try:
             document = json.loads(text)
-            return [TraceEntry(**item) for item in document["traces"]]
-        except (ValueError, KeyError, TypeError) as error:
+            version = document.get("format")
+            entries = [TraceEntry(**item) for item in document["traces"]]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise WarehouseError(f"{path}: corrupt manifest ({error})") from None
+        if version != FORMAT_VERSION:
+            raise WarehouseError(f"{self.root}: warehouse format {version}, this tracewh reads "
+                                 f"format {FORMAT_VERSION}: ingest the traces into a new one")
+        return entries
 
     def files(self, table):
         return [self.root / e.file_of(table, part)

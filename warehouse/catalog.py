@@ -109,9 +109,14 @@ class Catalog:
                                  f"format {FORMAT_VERSION}: ingest the traces into a new one")
         return entries
 
-    def files(self, table):
-        return [self.root / e.file_of(table, part)
-                for e in self.entries() for part in e.parts.get(table, ())]
+    def snapshot(self):
+        """{table: [committed file paths]} from one reading of the manifest, so that every
+        table of a query sees the same set of traces."""
+        files = {}
+        for entry in self.entries():
+            for table, _, path in entry.files():
+                files.setdefault(table, []).append(self.root / path)
+        return files
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -97,10 +97,10 @@ def _transpile_statements(sql_text, dialect):
 
 def connect(root, rules_file=None):
     """An in-memory DuckDB connection with every table and library view defined."""
-    catalog = Catalog(root)
+    snapshot = Catalog(root).snapshot()
     connection = duckdb.connect()
     for table in TABLES.values():
-        connection.execute(table_view_sql(table, [str(f) for f in catalog.files(table.name)]))
+        connection.execute(table_view_sql(table, [str(f) for f in snapshot.get(table.name, [])]))
     create_rules_table(connection, effective_rules(root, rules_file))
     pending = [text for _, text in library().values()]
     # Views may build on each other: define them until no more succeed.

@@ -160,3 +160,18 @@ def test_queries_during_ingests_see_whole_traces(tmp_path):
         if finished:
             break
     assert ingest.returncode == 0 and len(seen) == 8
+
+
+def test_a_query_whose_files_were_replaced_retries_on_a_new_snapshot(tracewh, warehouse,
+                                                                     monkeypatch):
+    from warehouse import query
+    path = shared("hta/call_stack/backward_thread.json")
+    tracewh("ingest", path, "--run", "r")
+    stale = query.connect(warehouse)
+    tracewh("ingest", path, "--run", "r", "--replace")  # retires the files `stale` names
+    connections = iter([stale])
+    real_connect = query.connect
+    monkeypatch.setattr(query, "connect",
+                        lambda *args: next(connections, None) or real_connect(*args))
+    columns, rows = query.query_warehouse(warehouse, "SELECT count(*) FROM cpu_ops")
+    assert rows == [(5,)]

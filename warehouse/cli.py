@@ -20,7 +20,7 @@ from .catalog import Catalog, default_location
 from .errors import TracewhError, UsageError
 from .names import check_name, parse_tag
 from .diff import KEYS, DiffOptions, diff_runs, render_diff, trend
-from .query import connect, library, run_query, transpile
+from .query import connect, library, query_warehouse, transpile
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
                              default="table", show_default=True, help="Output format.")
@@ -165,7 +165,7 @@ def query(catalog, sql, fmt, out_path, allow_write, rules):
       tracewh query "SELECT run, rank, count(*) FROM kernels GROUP BY ALL"
       tracewh query --format json "SELECT * FROM overlap" > overlap.json
     """
-    columns, rows = run_query(connect(catalog.root, rules), sql, allow_write=allow_write)
+    columns, rows = query_warehouse(catalog.root, sql, rules, allow_write=allow_write)
     _echo(output.render(columns, rows, fmt), out_path)
 
 
@@ -174,7 +174,7 @@ def query(catalog, sql, fmt, out_path, allow_write, rules):
 @click.pass_obj
 def runs(catalog, fmt):
     """List the runs: phases, ranks, files, events and tags."""
-    columns, rows = run_query(connect(catalog.root), "SELECT * FROM runs ORDER BY first_seq")
+    columns, rows = query_warehouse(catalog.root, "SELECT * FROM runs ORDER BY first_seq")
     _echo(output.render(columns, rows, fmt))
 
 

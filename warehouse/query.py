@@ -145,5 +145,16 @@ def run_query(connection, sql, allow_write=False, params=None):
     return columns, rows
 
 
+def query_warehouse(root, sql, rules_file=None, allow_write=False):
+    """Connect and run `sql`. A file that vanished under the query (a concurrent --replace
+    removes the files it retires) means the snapshot is stale: take a new one, once."""
+    try:
+        return run_query(connect(root, rules_file), sql, allow_write=allow_write)
+    except QueryError as error:
+        if "No files found" not in str(error) and "No such file" not in str(error):
+            raise
+    return run_query(connect(root, rules_file), sql, allow_write=allow_write)
+
+
 def _one_line(error):
     return " ".join(str(error).split())

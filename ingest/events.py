@@ -11,6 +11,7 @@ fit in `unknown_fields`, so nothing is dropped.
 """
 
 import decimal
+import json
 
 import msgspec
 from msgspec import Raw
@@ -22,7 +23,7 @@ _EXACT = decimal.Context(prec=4000, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
-class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+class Event(msgspec.Struct, forbid_unknown_fields=True, gc=False, omit_defaults=True):
     ph: str | None = None
     cat: str | None = None
     name: str | None = None
@@ -43,6 +44,40 @@ def decode_events(data):
         return msgspec.json.decode(data, type=list[Event])
     except msgspec.ValidationError:
         return events_from_dicts(msgspec.json.decode(data, type=list[dict[str, Raw]]))
+
+
+_REENCODER = msgspec.json.Encoder(decimal_format="number")
+
+
+class DuplicateKey(Exception):
+    """An event object with the same key twice; `index` is its position in the array."""
+
+    def __init__(self, index, key):
+        super().__init__(index, key)
+        self.index = index
+        self.key = key
+
+
+def check_duplicate_keys(data, events):
+    """Raise DuplicateKey if an event of the compact JSON array `data` repeats a key.
+
+    msgspec keeps the last of repeated keys silently. Re-encoding the decoded events gives
+    back exactly the input's length when every key/value pair survived (key order aside), so
+    the costly exact check, key by key, runs only on a chunk whose length differs (a repeated
+    key, or merely text written differently, such as an escaped character)."""
+    if len(_REENCODER.encode(events)) == len(data):
+        return
+    for index, raw in enumerate(msgspec.json.decode(data, type=list[Raw])):
+        json.loads(bytes(raw), object_pairs_hook=lambda pairs, i=index: _unique(pairs, i))
+
+
+def _unique(pairs, index):
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise DuplicateKey(index, key)
+        seen.add(key)
+    return None
 
 
 def events_from_dicts(dicts):

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import Raw
 
-from .events import decode_events, field_types, micros_to_ns, struct_from_raw_fields
+from .events import DuplicateKey, check_duplicate_keys, decode_events, field_types, micros_to_ns, struct_from_raw_fields
 from .schema import TABLES
 
 LEGACY_CATEGORIES = {
@@ -122,7 +122,13 @@ def normalize_chunk(data, trace_id, first_event=0):
     collecting = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: the collector only costs time
     try:
-        return _normalize_events(decode_events(data), trace_id, first_event)
+        events = decode_events(data)
+        try:
+            check_duplicate_keys(data, events)
+        except DuplicateKey as duplicate:
+            raise EventProblem(first_event + duplicate.index,
+                               f"duplicate key {duplicate.key!r} in the event") from None
+        return _normalize_events(events, trace_id, first_event)
     finally:
         if collecting:
             gc.enable()

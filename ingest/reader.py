@@ -12,6 +12,7 @@ several.
 Errors name the byte offset (in the decompressed JSON) where msgspec found the problem.
 """
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -164,6 +165,7 @@ class TraceReader:
                 search = key + 1  # the name inside a nested value or string: look further
                 continue
             del header_keys["traceEvents"]
+            self._check_unique_keys(header, self._buf_offset + start)
             self.metadata.update(header_keys)
             while len(self._buf) < key + 4096 and self._read_block():
                 pass
@@ -184,6 +186,16 @@ class TraceReader:
             self._fail(describe_decode_error(error), decode_error_position(error))
         keys = ", ".join(sorted(document)[:8]) or "none"
         self._fail(f"not a trace: a JSON object without traceEvents (keys: {keys})")
+
+    def _check_unique_keys(self, text, offset):
+        """Refuse a repeated top-level key of the document (msgspec keeps the last silently)."""
+        def unique(pairs):
+            keys = [key for key, _ in pairs]
+            if len(keys) != len(set(keys)):
+                repeated = next(k for k in keys if keys.count(k) > 1)
+                self._fail(f"duplicate key {repeated!r} in the trace's top-level object", offset)
+
+        json.loads(bytes(text), object_pairs_hook=unique)
 
     # -- cutting between events -------------------------------------------------------------
 
@@ -249,6 +261,8 @@ class TraceReader:
             else:
                 tail = msgspec.json.decode(data, type=dict[str, Raw])
                 events = bytes(tail.pop("traceEvents"))
+                after = data[len(self._prefix) - 1 + len(events):]  # what follows the events
+                self._check_unique_keys(b'{"traceEvents":null' + after, None)
                 self.metadata.update(tail)
             count = len(msgspec.json.decode(events, type=list[Raw]))
         except (msgspec.DecodeError, msgspec.ValidationError) as error:

@@ -274,3 +274,19 @@ def test_warehouse_write_failure_is_one_line(tracewh, sql, monkeypatch):
     assert "cannot write to the warehouse" in result.output and "No space left" in result.output
     monkeypatch.undo()
     assert sql("SELECT count(*) AS n FROM traces") == [{"n": 0}]
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "ts": 1, "ts": 5}]}',
+     "event 1: duplicate key 'ts' in the event"),
+    ('{"schemaVersion": 1, "schemaVersion": 2, "traceEvents": []}',
+     "duplicate key 'schemaVersion' in the trace's top-level object"),
+    ('{"traceEvents": [], "traceName": "a", "traceName": "b"}',
+     "duplicate key 'traceName' in the trace's top-level object"),
+])
+def test_duplicate_keys_are_refused(content, problem, tracewh, tmp_path, warehouse):
+    path = tmp_path / "dup.json"
+    path.write_text(content)
+    result = tracewh("ingest", path, "--run", "r", expect=2)
+    assert problem in result.output and result.output.startswith(f"error: {path}: ")
+    assert not list(warehouse.glob("*/run=*"))

@@ -56,7 +56,10 @@ def cli(ctx, warehouse_dir):
       tracewh ingest traces/run42/ --run run42 --phase train
       tracewh runs
       tracewh query "SELECT * FROM overlap"
+      tracewh views             # the SQL library: overlap, kernel_stats, gpu_idle...
       tracewh tables            # what every table and column means
+      tracewh diff run41 run42 --fail-on-regression
+      tracewh trend overlap_ratio --last 30
     """
     ctx.obj = Catalog(warehouse_dir or default_location())
 

@@ -109,6 +109,15 @@ def _mp_context():
     return multiprocessing.get_context("fork")
 
 
+def _started_pool(jobs):
+    """A process pool whose workers are forked now, before this process starts threads of its
+    own (the hashing thread): a fork copies only the calling thread, and a lock another thread
+    held at that moment would stay locked in the child."""
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=_mp_context())
+    list(pool.map(abs, range(jobs)))
+    return pool
+
+
 def ingest_paths(catalog, paths, options, on_done=None):
     """Ingest every path; return their outcomes in input order. `on_done(outcome)` is called
     as each finishes (for progress). Stops at the first failure when `options.strict`."""
@@ -130,8 +139,7 @@ def ingest_paths(catalog, paths, options, on_done=None):
     try:
         for path in paths:
             if pool is None and options.jobs > 1 and os.path.getsize(path) > BLOCK_SIZE:
-                pool = concurrent.futures.ProcessPoolExecutor(options.jobs,
-                                                              mp_context=_mp_context())
+                pool = _started_pool(options.jobs)
             outcome = _ingest_one(catalog, path, options, pool)
             outcomes.append(outcome)
             if on_done:

@@ -25,13 +25,16 @@ SHARED = ROOT.parent / "shared"
 TRAIN = SHARED / "traces" / "deepseek-profile-data" / "train.json"
 SCALE = SHARED / "tools" / "scale_trace.py"
 
+# Peak RSS: this process's VmHWM (ru_maxrss would include the parent's size, inherited by the
+# fork that preceded exec) and the largest of its own children (the ingest workers).
 MEASURE = r"""
-import resource, sys, time, runpy
+import resource, sys, time
 started = time.perf_counter()
 {body}
 elapsed = time.perf_counter() - started
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+own = next(int(line.split()[1]) for line in open("/proc/self/status")
+           if line.startswith("VmHWM:"))
+peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
 print(elapsed, peak)
 """
 

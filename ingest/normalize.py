@@ -1,10 +1,10 @@
 """Route decoded events to their table and build the Arrow columns.
 
 Work is per chunk of events (see `reader`), so it can run in worker processes: `normalize_chunk`
-takes the chunk's JSON bytes and returns one Arrow table per event family plus the counts the
-`traces` row needs. Event indexes are local to the chunk and timestamps are relative to the
-trace's base time, because both depend on what comes before or after the chunk; the caller
-shifts them (see `sink`).
+takes the chunk's compact JSON bytes and the index of its first event (the reader counts them)
+and returns one Arrow table per event family (plus `kernel_names`) and the counts the `traces`
+row needs. Timestamps are relative to the trace's base time, which newer Kineto writes after the
+events; the writer shifts them (see `writer`).
 
 Routing is by phase, then for complete events (ph X) by category. The rules are data below: a
 new Kineto category only needs a line here. An X event of a category nobody knows, or an event

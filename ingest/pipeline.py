@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from warehouse.catalog import TraceEntry
+from warehouse.catalog import TraceEntry, staged_name
 from warehouse.errors import TraceError, printable
 
 from . import identity
+from .intervals import gpu_intervals
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
 from .normalize import EventProblem, normalize_chunk
 from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
@@ -212,6 +213,12 @@ def ingest_file(catalog, path, options, staging, pool=None):
         for name, numbers in parts.items():
             for part in numbers:
                 rebase_part(staging, name, part, base_time - base_guess)
+    interval_rules = ""
+    if parts.get("kernels"):
+        intervals, interval_rules = gpu_intervals(
+            [staging / staged_name("kernels", part) for part in parts["kernels"]], trace_id)
+        write_part(staging, "gpu_intervals", 0, intervals)
+        parts["gpu_intervals"] = [0]
     secrets = 0
     if not options.keep_secrets:
         metadata, secrets = redact(metadata)
@@ -239,6 +246,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
 
     entry = TraceEntry(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
                        parts=dict(parts), events=events, bytes=size,
+                       interval_rules=interval_rules,
                        source_path=printable(os.path.abspath(path)), tags=options.tags)
     result = catalog.commit(entry, staging, replace=options.replace,
                             before_publish=stage_trace_row)

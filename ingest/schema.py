@@ -160,6 +160,16 @@ TABLES = {
                   _c("name_id", I64, "as in kernels"),
                   _c("name", STR, "the full name"),
               )),
+        Table("gpu_intervals", "each trace's GPU time as disjoint intervals, merged at ingest: "
+              "kind busy (all activity but gpu_user_annotation), communication and "
+              "computation (by the default rules); the rank-level views read these",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("kind", STR, "busy, communication or computation"),
+                  _c("start_ns", I64, "start of a merged interval, ns"),
+                  _c("end_ns", I64, "its end (exclusive), ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

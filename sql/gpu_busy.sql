@@ -1,5 +1,6 @@
 -- GPU busy time per run, phase and rank: the union of all GPU activity of the rank (all
--- streams pooled), gpu_user_annotation ranges left out since they mark time, not work.
+-- streams pooled), gpu_user_annotation ranges left out since they mark time, not work. Read
+-- from the per-trace unions merged at ingest (`gpu_intervals`, kind busy), pooled per rank.
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -8,12 +9,12 @@
 --   last_ns            end of the last activity, ns
 CREATE OR REPLACE VIEW gpu_busy AS
 WITH ordered AS (
-  SELECT run, phase, rank, ts_ns AS start_ns, ts_ns + dur_ns AS end_ns,
-         max(ts_ns + dur_ns) OVER (
-           PARTITION BY run, phase, rank ORDER BY ts_ns, ts_ns + dur_ns
+  SELECT run, phase, rank, start_ns, end_ns,
+         max(end_ns) OVER (
+           PARTITION BY run, phase, rank ORDER BY start_ns, end_ns
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
-  FROM kernels
-  WHERE category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
+  FROM gpu_intervals
+  WHERE kind = 'busy'
 )
 SELECT run, phase, rank,
        CAST(sum(greatest(0, end_ns - greatest(start_ns, coalesce(covered_until, start_ns))))

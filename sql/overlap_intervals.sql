@@ -2,7 +2,8 @@
 -- in. Helper of `overlap_windows`; rarely queried directly.
 --
 -- Scopes and their windows:
---   rank         the whole rank (all streams pooled, HTA's definition)
+--   rank         the whole rank (all streams pooled, HTA's definition), from
+--                rank_class_intervals (unions merged at ingest, or live with custom rules)
 --   step         each ProfilerStep#N instance on the CPU, every step kept
 --   annotation   each other user-annotation instance (DualPipe's attn(F), mlp(B)...)
 --   stream_pair  each pair of GPU streams of a rank
@@ -28,10 +29,8 @@ CREATE OR REPLACE VIEW overlap_intervals AS
 SELECT run, phase, rank, 'rank' AS scope, CAST(NULL AS VARCHAR) AS trace_id,
        CAST(NULL AS BIGINT) AS window_index, CAST(NULL AS VARCHAR) AS window_name,
        CAST(NULL AS BIGINT) AS window_start_ns, CAST(NULL AS BIGINT) AS window_end_ns,
-       CASE WHEN class = 'communication' THEN 'first' ELSE 'second' END AS side,
-       ts_ns AS start_ns, ts_ns + dur_ns AS end_ns
-FROM kernel_classes
-WHERE class IN ('communication', 'computation') AND dur_ns > 0
+       side, start_ns, end_ns
+FROM rank_class_intervals
 UNION ALL
 SELECT w.run, w.phase, w.rank, 'step', w.trace_id, w.window_index, w.window_name,
        w.window_start_ns, w.window_end_ns,

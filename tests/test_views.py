@@ -163,3 +163,17 @@ def test_user_rules_override_defaults(tracewh, sql, tmp_path):
     out = tracewh("query", "--rules", rules, "--format", "json",
                   "SELECT DISTINCT collective FROM kernel_classes WHERE name LIKE '%sgemm%'")
     assert json.loads(out.stdout) == [{"collective": "gemm_is_comm"}]
+
+
+def test_overlap_merged_at_ingest_equals_live_classification(tracewh, tmp_path):
+    """The rank-level unions merged at ingest (default rules) and the live path (taken as soon
+    as the user has rules, here rules that change nothing) give the same figures."""
+    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "ds")
+    same = tmp_path / "same.toml"
+    same.write_text('[[class]]\ncategory = "kernel"\npattern = "dpsk::ep::"\n'
+                    'class = "communication"\n')
+    query = "SELECT * FROM overlap ORDER BY run, rank"
+    cached = json.loads(tracewh("query", "--format", "json", query).stdout)
+    live = json.loads(tracewh("query", "--format", "json", "--rules", same, query).stdout)
+    assert cached == live and len(cached) == 9

@@ -31,7 +31,7 @@ from .errors import WarehouseError
 STATE_DIR = "_tracewh"
 MANIFEST = "manifest.json"
 PENDING = "pending.json"
-FORMAT_VERSION = 2  # 2: kernels carry name_id and every trace a kernel_names table
+FORMAT_VERSION = 3  # 2: name_id and kernel_names; 3: gpu_intervals
 
 
 @dataclass
@@ -50,6 +50,7 @@ class TraceEntry:
     tags: dict = field(default_factory=dict)
     seq: int = 0
     committed_at: str = ""
+    interval_rules: str = ""  # fingerprint of the rules behind its gpu_intervals classes
 
     def partition(self):
         return f"run={self.run}/phase={self.phase}/rank={self.rank}"
@@ -110,13 +111,14 @@ class Catalog:
         return entries
 
     def snapshot(self):
-        """{table: [committed file paths]} from one reading of the manifest, so that every
-        table of a query sees the same set of traces."""
+        """(entries, {table: [committed file paths]}) from one reading of the manifest, so
+        that every table of a query sees the same set of traces."""
+        entries = self.entries()
         files = {}
-        for entry in self.entries():
+        for entry in entries:
             for table, _, path in entry.files():
                 files.setdefault(table, []).append(self.root / path)
-        return files
+        return entries, files
 
     # -- writing ------------------------------------------------------------------------------
 

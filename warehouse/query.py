@@ -17,7 +17,7 @@ from ingest.schema import PARTITION_COLUMNS, TABLES
 
 from .catalog import Catalog
 from .errors import QueryError
-from .rules import create_rules_table, effective_rules
+from .rules import create_rules_table, default_rules, effective_rules, rules_fingerprint
 
 _DUCKDB_TYPES = {
     pa.int64(): "BIGINT",
@@ -97,11 +97,12 @@ def _transpile_statements(sql_text, dialect):
 
 def connect(root, rules_file=None):
     """An in-memory DuckDB connection with every table and library view defined."""
-    snapshot = Catalog(root).snapshot()
+    entries, files = Catalog(root).snapshot()
     connection = duckdb.connect()
     for table in TABLES.values():
-        connection.execute(table_view_sql(table, [str(f) for f in snapshot.get(table.name, [])]))
-    create_rules_table(connection, effective_rules(root, rules_file))
+        connection.execute(table_view_sql(table, [str(f) for f in files.get(table.name, [])]))
+    rules = effective_rules(root, rules_file)
+    create_rules_table(connection, rules)
     pending = [text for _, text in library().values()]
     # Views may build on each other: define them until no more succeed.
     while pending:
@@ -114,7 +115,21 @@ def connect(root, rules_file=None):
         if len(failed) == len(pending):
             connection.execute(failed[0])  # raise the real error
         pending = failed
+    if not _cached_classes_apply(entries, rules):
+        connection.execute(_live_module("rank_class_intervals"))
     return connection
+
+
+def _cached_classes_apply(entries, rules):
+    """The class intervals merged at ingest hold when the rules are the defaults they were
+    computed with; otherwise the views classify kernels live."""
+    fingerprint = rules_fingerprint(rules)
+    return rules == default_rules() and all(
+        e.interval_rules == fingerprint for e in entries if "kernels" in e.parts)
+
+
+def _live_module(name):
+    return importlib.resources.files("sql").joinpath("live", f"{name}.sql").read_text()
 
 
 def check_read_only(connection, sql):

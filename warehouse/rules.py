@@ -8,7 +8,9 @@ match wins; a user's rules (`--rules FILE`, or `_tracewh/kernel_rules.toml` in t
 come before the defaults, so they add to or override them.
 """
 
+import hashlib
 import importlib.resources
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -47,6 +49,11 @@ def load_rules(path=None, text=None):
 def default_rules():
     text = importlib.resources.files("sql").joinpath("kernel_rules.toml").read_text()
     return load_rules(text=text)
+
+
+def rules_fingerprint(rules):
+    """A short stable digest of a rule list: marks what cached classifications assumed."""
+    return hashlib.sha256(json.dumps(rules).encode()).hexdigest()[:16]
 
 
 def effective_rules(warehouse_root, rules_file=None):

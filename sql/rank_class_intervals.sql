@@ -1,0 +1,15 @@
+-- Communication and computation time of each rank as intervals, the rank-level input of the
+-- overlap views: the unions merged per trace at ingest (`gpu_intervals`). When the effective
+-- kernel rules are not the defaults those were merged with, the query layer replaces this
+-- view by sql/live/rank_class_intervals.sql, which classifies the kernels themselves.
+--
+-- Columns:
+--   run, phase, rank     partition
+--   side                 first (communication) or second (computation)
+--   start_ns, end_ns     an interval, ns
+CREATE OR REPLACE VIEW rank_class_intervals AS
+SELECT run, phase, rank,
+       CASE WHEN kind = 'communication' THEN 'first' ELSE 'second' END AS side,
+       start_ns, end_ns
+FROM gpu_intervals
+WHERE kind IN ('communication', 'computation');

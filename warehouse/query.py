@@ -99,6 +99,7 @@ def connect(root, rules_file=None):
     """An in-memory DuckDB connection with every table and library view defined."""
     entries, files = Catalog(root).snapshot()
     connection = duckdb.connect()
+    connection.execute("SET enable_progress_bar = false")  # it would mix into the output
     for table in TABLES.values():
         connection.execute(table_view_sql(table, [str(f) for f in files.get(table.name, [])]))
     rules = effective_rules(root, rules_file)

@@ -23,8 +23,8 @@ _VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
 
 
 def decode_metadata(raw_metadata):
-    """Raw top-level values as Python values; integers stay exact, floats become Decimal text
-    only where they are kept as JSON (they are rare here)."""
+    """Raw top-level values as Python values (integers exact, floats as floats: metadata holds
+    versions and settings, no timestamps but baseTimeNanoseconds, an integer)."""
     return {key: msgspec.json.decode(raw) for key, raw in raw_metadata.items()}
 
 

@@ -35,10 +35,6 @@ class Table:
     def schema(self):
         return pa.schema([(c.name, c.type) for c in self.columns])
 
-    @property
-    def is_event_table(self):
-        return self.name in EVENT_TABLES
-
 
 def _c(name, typ, doc):
     return Column(name, typ, doc)
@@ -183,6 +179,3 @@ TABLES = {
               )),
     )
 }
-
-EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
-                "other_events")

@@ -87,9 +87,6 @@ class Catalog:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def exists(self):
-        return (self.state / MANIFEST).is_file()
-
     def entries(self):
         """The committed traces, in commit order. An absent warehouse has none."""
         path = self.state / MANIFEST

@@ -2,9 +2,9 @@
 
 Work is per chunk of events (see `reader`), so it can run in worker processes: `normalize_chunk`
 takes the chunk's compact JSON bytes and the index of its first event (the reader counts them)
-and returns one Arrow table per event family (plus `kernel_names`) and the counts the `traces`
-row needs. Timestamps are relative to the trace's base time, which newer Kineto writes after the
-events; the writer shifts them (see `writer`).
+and returns one Arrow table per event family and the counts the `traces` row needs.
+Timestamps are relative to the trace's base time, which newer Kineto writes after the events;
+the writer shifts them (see `writer`).
 
 Routing is by phase, then for complete events (ph X) by category. The rules are data below: a
 new Kineto category only needs a line here. An X event of a category nobody knows, or an event
@@ -162,15 +162,7 @@ def _normalize_events(events, trace_id, first_event):
         columns = _BUILDERS[name](rows, positions, warnings)
         columns["trace_id"] = pa.array([trace_id] * len(rows), pa.string())
         tables[name] = pa.Table.from_pydict(columns, schema=TABLES[name].schema)
-    if "kernels" in tables:
-        tables["kernel_names"] = _kernel_names(tables["kernels"])
     return ChunkResult(tables, len(events), warnings)
-
-
-def _kernel_names(kernels):
-    distinct = kernels.group_by(["trace_id", "category", "name_id", "name"]).aggregate([])
-    return distinct.select(TABLES["kernel_names"].schema.names).cast(
-        TABLES["kernel_names"].schema)
 
 
 def _route(key):

@@ -26,7 +26,7 @@ from warehouse.catalog import TraceEntry, staged_name
 from warehouse.errors import TraceError, printable
 
 from . import identity
-from .intervals import gpu_intervals
+from .summaries import summarize_kernels
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
 from .normalize import EventProblem, normalize_chunk
 from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
@@ -215,10 +215,11 @@ def ingest_file(catalog, path, options, staging, pool=None):
                 rebase_part(staging, name, part, base_time - base_guess)
     interval_rules = ""
     if parts.get("kernels"):
-        intervals, interval_rules = gpu_intervals(
+        summaries, interval_rules = summarize_kernels(
             [staging / staged_name("kernels", part) for part in parts["kernels"]], trace_id)
-        write_part(staging, "gpu_intervals", 0, intervals)
-        parts["gpu_intervals"] = [0]
+        for name, table in summaries.items():
+            write_part(staging, name, 0, table)
+            parts[name] = [0]
     secrets = 0
     if not options.keep_secrets:
         metadata, secrets = redact(metadata)

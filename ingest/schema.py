@@ -166,6 +166,19 @@ TABLES = {
                   _c("end_ns", I64, "its end (exclusive), ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("gpu_time", "each trace's GPU time as union lengths, measured at ingest from its "
+              "gpu_intervals: the rank-level views sum these instead of re-merging intervals",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("first_ns", I64, "start of its first GPU activity (not gpu_user_annotation), "
+                     "ns; NULL if it has none"),
+                  _c("last_ns", I64, "end of its last such activity, ns"),
+                  _c("busy_ns", I64, "length of the union of that activity, ns"),
+                  _c("comm_ns", I64, "length of the union of communication kernels, ns"),
+                  _c("compute_ns", I64, "length of the union of computation kernels, ns"),
+                  _c("comm_or_compute_ns", I64, "length of the union of both, ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

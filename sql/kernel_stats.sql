@@ -1,6 +1,7 @@
 -- Kernel statistics per run, phase, rank, category and full name, over all GPU activity:
 -- which kernels dominate and how their durations spread. Exact: every kernel counts (no
--- sampling, no top-N cut before aggregating).
+-- sampling, no top-N cut before aggregating). Kernels are grouped on their 64-bit name_id
+-- and named afterwards from `kernel_name_classes`, so millions of long names are not compared.
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -16,9 +17,7 @@
 --   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns)
 CREATE OR REPLACE VIEW kernel_stats AS
 WITH stats AS (
-  SELECT run, phase, rank, category, name,
-         min(short_name) AS short_name,
-         min(class) AS class,
+  SELECT run, phase, rank, category, coalesce(name_id, 0) AS name_key,
          count(*) AS count,
          CAST(sum(dur_ns) AS BIGINT) AS total_ns,
          avg(dur_ns) AS mean_ns,
@@ -27,11 +26,14 @@ WITH stats AS (
          percentile_disc(0.5) WITHIN GROUP (ORDER BY dur_ns) AS p50_ns,
          percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns,
          percentile_disc(0.99) WITHIN GROUP (ORDER BY dur_ns) AS p99_ns
-  FROM kernel_classes
-  GROUP BY run, phase, rank, category, name
+  FROM kernels
+  GROUP BY run, phase, rank, category, coalesce(name_id, 0)
 )
-SELECT s.*,
+SELECT s.run, s.phase, s.rank, s.category, n.name, n.short_name,
+       coalesce(n.class, 'other') AS class, s.count, s.total_ns, s.mean_ns, s.min_ns,
+       s.max_ns, s.p50_ns, s.p90_ns, s.p99_ns,
        CASE WHEN b.busy_ns > 0 THEN CAST(s.total_ns AS DOUBLE) / b.busy_ns END AS busy_share
 FROM stats AS s
+LEFT JOIN kernel_name_classes AS n ON n.category = s.category AND n.name_key = s.name_key
 LEFT JOIN gpu_busy AS b
   ON b.run = s.run AND b.phase = s.phase AND b.rank = s.rank;

@@ -4,7 +4,7 @@
 -- All streams of a rank are pooled (HTA's definition, so the figures compare with HTA's);
 -- communication and computation are the classes of `kernel_classes`, so DeepEP, NCCL, RCCL
 -- and symmetric-memory kernels all count. Every ingested rank has a row, even without
--- kernels.
+-- kernels. Read from `rank_gpu_time` (union lengths measured per trace at ingest).
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -19,11 +19,11 @@ WITH ranks AS (
 )
 SELECT
   r.run, r.phase, r.rank,
-  coalesce(w.first_ns, 0) AS comm_ns,
-  coalesce(w.second_ns, 0) AS compute_ns,
-  coalesce(w.overlap_ns, 0) AS overlap_ns,
-  CASE WHEN w.first_ns > 0 THEN CAST(w.overlap_ns AS DOUBLE) / w.first_ns END AS overlap_ratio,
-  coalesce(w.first_ns - w.overlap_ns, 0) AS exposed_comm_ns
+  coalesce(t.comm_ns, 0) AS comm_ns,
+  coalesce(t.compute_ns, 0) AS compute_ns,
+  coalesce(t.overlap_ns, 0) AS overlap_ns,
+  CASE WHEN t.comm_ns > 0 THEN CAST(t.overlap_ns AS DOUBLE) / t.comm_ns END AS overlap_ratio,
+  coalesce(t.comm_ns - t.overlap_ns, 0) AS exposed_comm_ns
 FROM ranks AS r
-LEFT JOIN (SELECT * FROM overlap_windows WHERE scope = 'rank') AS w
-  ON w.run = r.run AND w.phase = r.phase AND w.rank = r.rank;
+LEFT JOIN rank_gpu_time AS t
+  ON t.run = r.run AND t.phase = r.phase AND t.rank = r.rank;

@@ -1,41 +1,33 @@
 -- Kernel intervals grouped for the overlap views: one row per interval and window it counts
 -- in. Helper of `overlap_windows`; rarely queried directly.
 --
--- Scopes and their windows:
---   rank         the whole rank (all streams pooled, HTA's definition), from
---                rank_class_intervals (unions merged at ingest, or live with custom rules)
+-- Scopes and their windows (the whole-rank figures are in `rank_gpu_time`):
 --   step         each ProfilerStep#N instance on the CPU, every step kept
 --   annotation   each other user-annotation instance (DualPipe's attn(F), mlp(B)...)
 --   stream_pair  each pair of GPU streams of a rank
 -- A kernel belongs to a step or annotation window when the runtime call that launched it (its
--- own start, if it has no launch) falls in the window. Sides: for rank, step and annotation,
+-- own start, if it has no launch) falls in the window. Sides: for step and annotation,
 -- `first` is communication and `second` computation; for stream_pair, the kernels
 -- (communication or computation) of the first and of the second stream.
 --
 -- Columns:
 --   run, phase, rank    partition
---   scope               rank, step, annotation or stream_pair
---   trace_id            the trace of the window (NULL for rank and stream_pair)
---   window_index        event_index of the step or annotation (NULL for rank, stream_pair)
+--   scope               step, annotation or stream_pair
+--   trace_id            the trace of the window (NULL for stream_pair)
+--   window_index        event_index of the step or annotation (NULL for stream_pair)
 --   window_name         step or annotation name; 'A,B' streams for stream_pair
---   window_start_ns     start of the window (NULL for rank and stream_pair)
---   window_end_ns       end of the window (NULL for rank and stream_pair)
+--   window_start_ns     start of the window (NULL for stream_pair)
+--   window_end_ns       end of the window (NULL for stream_pair)
 --   side                first or second
 --   start_ns, end_ns    the kernel interval, ns
 --
 -- The branches are plain subqueries, not shared CTEs, so that a filter on `scope` prunes
 -- the others: each branch's scope is a constant.
 CREATE OR REPLACE VIEW overlap_intervals AS
-SELECT run, phase, rank, 'rank' AS scope, CAST(NULL AS VARCHAR) AS trace_id,
-       CAST(NULL AS BIGINT) AS window_index, CAST(NULL AS VARCHAR) AS window_name,
-       CAST(NULL AS BIGINT) AS window_start_ns, CAST(NULL AS BIGINT) AS window_end_ns,
-       side, start_ns, end_ns
-FROM rank_class_intervals
-UNION ALL
-SELECT w.run, w.phase, w.rank, 'step', w.trace_id, w.window_index, w.window_name,
+SELECT w.run, w.phase, w.rank, 'step' AS scope, w.trace_id, w.window_index, w.window_name,
        w.window_start_ns, w.window_end_ns,
-       CASE WHEN k.class = 'communication' THEN 'first' ELSE 'second' END,
-       k.ts_ns, k.ts_ns + k.dur_ns
+       CASE WHEN k.class = 'communication' THEN 'first' ELSE 'second' END AS side,
+       k.ts_ns AS start_ns, k.ts_ns + k.dur_ns AS end_ns
 FROM kernel_launches AS k
 JOIN (
   SELECT run, phase, rank, trace_id, event_index AS window_index, name AS window_name,

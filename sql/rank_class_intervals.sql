@@ -1,5 +1,6 @@
--- Communication and computation time of each rank as intervals, the rank-level input of the
--- overlap views: the unions merged per trace at ingest (`gpu_intervals`). When the effective
+-- Communication and computation time of each rank as intervals: the unions merged per trace
+-- at ingest (`gpu_intervals`), which `rank_gpu_time` merges across a rank's captures when
+-- they overlap in time. When the effective
 -- kernel rules are not the defaults those were merged with, the query layer replaces this
 -- view by sql/live/rank_class_intervals.sql, which classifies the kernels themselves.
 --

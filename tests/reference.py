@@ -62,18 +62,32 @@ def kernel_class(name):
     return "computation"
 
 
-def overlap_from_trace(document):
-    """(comm_ns, compute_ns, overlap_ns) of one trace, all streams pooled."""
+GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")
+
+
+def gpu_intervals(document):
+    """{class or 'busy': [(start_ns, end_ns)]} of one trace: communication and computation
+    kernels, and busy (all GPU work; gpu_user_annotation ranges mark time, not work)."""
     base = int(document.get("baseTimeNanoseconds", 0))
-    sets = {"communication": [], "computation": []}
+    sets = {"communication": [], "computation": [], "busy": []}
     for event in document["traceEvents"]:
-        if event.get("ph") != "X" or event.get("cat", "").lower() != "kernel":
-            continue
-        if not event.get("dur"):
+        category = event.get("cat", "").lower()
+        if event.get("ph") != "X" or category not in GPU_WORK or not event.get("dur"):
             continue
         start = base + ns(event["ts"])
-        klass = kernel_class(event.get("name"))
-        if klass in sets:
-            sets[klass].append((start, start + ns(event["dur"])))
+        interval = (start, start + ns(event["dur"]))
+        sets["busy"].append(interval)
+        if category == "kernel":
+            sets[kernel_class(event.get("name"))].append(interval)
+    return sets
+
+
+def overlap_of(sets):
+    """(comm_ns, compute_ns, overlap_ns) of class interval sets, all streams pooled."""
     comm, compute = sets["communication"], sets["computation"]
     return union_length(comm), union_length(compute), intersection_length(comm, compute)
+
+
+def overlap_from_trace(document):
+    """(comm_ns, compute_ns, overlap_ns) of one trace, all streams pooled."""
+    return overlap_of(gpu_intervals(document))

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from warehouse.query import library, transpile
 
 from .conftest import EXAMPLES, load_reference, shared
-from .reference import intersection_length, overlap_from_trace, union_length
+from .reference import (gpu_intervals, intersection_length, overlap_from_trace, overlap_of,
+                        union_length)
 
 OVERLAP_TRACES = [
     "deepseek-profile-data/train.json",
@@ -59,6 +60,27 @@ def test_dlrm_overlap_per_rank_matches_reference(tracewh, sql):
         assert (rows[rank]["comm_ns"], rows[rank]["compute_ns"], rows[rank]["overlap_ns"]) == \
             (comm, compute, overlap)
     assert rows[1]["comm_ns"] == 11336000 and rows[1]["overlap_ns"] == 280000
+
+
+@pytest.mark.parametrize("second", [
+    EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",  # same moments: merged
+    shared("hta/nccl_parser_config/nccl_data.json.gz"),  # another day: lengths summed
+])
+def test_several_captures_of_one_rank_count_time_once(second, tracewh, sql):
+    """A rank's figures are the union over all its captures: the per-trace lengths measured at
+    ingest are summed only when the captures do not overlap in time."""
+    first = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+    for path in (first, second):
+        tracewh("ingest", path, "--run", "caps", "--phase", "train", "--rank", "0")
+    sets = {kind: [] for kind in ("communication", "computation", "busy")}
+    for path in (first, second):
+        for kind, intervals in gpu_intervals(load_reference(path)).items():
+            sets[kind] += intervals
+    (row,) = sql("SELECT comm_ns, compute_ns, overlap_ns FROM overlap")
+    assert (row["comm_ns"], row["compute_ns"], row["overlap_ns"]) == overlap_of(sets)
+    (busy,) = sql("SELECT busy_ns, first_ns, last_ns FROM gpu_busy")
+    assert busy == {"busy_ns": union_length(sets["busy"]), "first_ns": min(sets["busy"])[0],
+                    "last_ns": max(end for _, end in sets["busy"])}
 
 
 def test_every_step_is_kept(tracewh, sql):
@@ -136,6 +158,50 @@ def test_union_formula_matches_reference(comm, compute):
         assert result == []
     else:
         assert result == [expected]
+
+
+kernels = st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 500),
+                             st.sampled_from(["communication", "computation", "memory"])),
+                   min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(captures=st.lists(kernels, min_size=1, max_size=3),
+       offsets=st.lists(st.sampled_from([0, 5_000, 1_000_000]), min_size=3, max_size=3))
+def test_rank_gpu_time_matches_reference(captures, offsets):
+    """rank_gpu_time over one rank's captures (overlapping in time or not) against the merging
+    reference over all their kernels: per-trace lengths summed or intervals merged, the
+    figures are those of the union."""
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE gpu_time (run VARCHAR, phase VARCHAR, rank INT, "
+                       "trace_id VARCHAR, first_ns BIGINT, last_ns BIGINT, busy_ns BIGINT, "
+                       "comm_ns BIGINT, compute_ns BIGINT, comm_or_compute_ns BIGINT)")
+    connection.execute("CREATE TABLE gpu_intervals (run VARCHAR, phase VARCHAR, rank INT, "
+                       "trace_id VARCHAR, kind VARCHAR, start_ns BIGINT, end_ns BIGINT)")
+    everything = {"communication": [], "computation": [], "busy": []}
+    for number, (capture, offset) in enumerate(zip(captures, offsets)):
+        sets = {"communication": [], "computation": [], "busy": []}
+        for start, duration, kind in capture:
+            interval = (offset + start, offset + start + duration)
+            sets["busy"].append(interval)
+            if kind != "memory":
+                sets[kind].append(interval)
+        rows = [(str(number), kind, a, b) for kind, pairs in sets.items() for a, b in pairs]
+        connection.executemany("INSERT INTO gpu_intervals VALUES ('r', 'p', 0, ?, ?, ?, ?)", rows)
+        for kind, intervals in sets.items():
+            everything[kind] += intervals
+        both = sets["communication"] + sets["computation"]
+        connection.execute(
+            "INSERT INTO gpu_time VALUES ('r', 'p', 0, ?, ?, ?, ?, ?, ?, ?)",
+            (str(number), min(sets["busy"])[0], max(b for _, b in sets["busy"]),
+             union_length(sets["busy"]), union_length(sets["communication"]),
+             union_length(sets["computation"]), union_length(both)))
+    for view in ("rank_class_intervals", "trace_class_time", "rank_gpu_time"):
+        connection.execute(library()[view][1])
+    result = connection.execute("SELECT busy_ns, comm_ns, compute_ns, overlap_ns "
+                                "FROM rank_gpu_time").fetchall()
+    comm, compute, overlap = overlap_of(everything)
+    assert result == [(union_length(everything["busy"]), comm, compute, overlap)]
 
 
 @pytest.mark.parametrize("dialect", ["spark", "trino"])

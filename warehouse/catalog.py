@@ -31,7 +31,7 @@ from .errors import WarehouseError
 STATE_DIR = "_tracewh"
 MANIFEST = "manifest.json"
 PENDING = "pending.json"
-FORMAT_VERSION = 3  # 2: name_id and kernel_names; 3: gpu_intervals
+FORMAT_VERSION = 4  # 2: name_id and kernel_names; 3: gpu_intervals; 4: gpu_time
 
 
 @dataclass

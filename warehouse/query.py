@@ -117,7 +117,8 @@ def connect(root, rules_file=None):
             connection.execute(failed[0])  # raise the real error
         pending = failed
     if not _cached_classes_apply(entries, rules):
-        connection.execute(_live_module("rank_class_intervals"))
+        for module in _live_modules():
+            connection.execute(module)
     return connection
 
 
@@ -129,8 +130,11 @@ def _cached_classes_apply(entries, rules):
         e.interval_rules == fingerprint for e in entries if "kernels" in e.parts)
 
 
-def _live_module(name):
-    return importlib.resources.files("sql").joinpath("live", f"{name}.sql").read_text()
+def _live_modules():
+    """The sql/live/ replacements of the views that read class figures merged at ingest."""
+    live = importlib.resources.files("sql").joinpath("live")
+    return [resource.read_text() for resource in sorted(live.iterdir(), key=lambda r: r.name)
+            if resource.name.endswith(".sql")]
 
 
 def check_read_only(connection, sql):

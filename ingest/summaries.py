@@ -1,6 +1,8 @@
-"""Per-trace GPU interval unions, computed once at ingest: the `gpu_intervals` table.
+"""Per-trace tables derived from a trace's kernels once they are all staged: `kernel_names`,
+`gpu_intervals` and `gpu_time`.
 
-Union lengths over millions of kernels are what the rank-level views spend their time on (a
+`kernel_names` is the trace's distinct GPU activity names by name_id, the small dimension that
+per-name work (classification, short names, naming kernel_stats) reads. Union lengths over millions of kernels are what the rank-level views spend their time on (a
 sorted window pass per set). A trace's unions do not change after ingest, so they are merged
 here, with Arrow, into a few disjoint intervals per kind:
 
@@ -8,8 +10,10 @@ here, with Arrow, into a few disjoint intervals per kind:
     communication   kernels of that class under the default rules
     computation     likewise
 
-Class unions depend on the rules: rows carry the default rules' fingerprint, and the query
-layer uses them only when the effective rules are those defaults (see warehouse.query).
+and their lengths (and that of communication or computation together) go into one `gpu_time`
+row, which the rank-level views sum. Class unions depend on the rules: rows carry the default
+rules' fingerprint, and the query layer uses them only when the effective rules are those
+defaults (see warehouse.query).
 """
 
 import re
@@ -53,28 +57,50 @@ def classify(category, name, rules):
     return "other"
 
 
-def gpu_intervals(kernel_files, trace_id):
-    """The gpu_intervals rows of one trace, from its staged kernels parts."""
-    kernels = pq.read_table(kernel_files, columns=["category", "name", "ts_ns", "dur_ns"],
-                            read_dictionary=["name"])
+def summarize_kernels(kernel_files, trace_id):
+    """One trace's kernel_names, gpu_intervals and gpu_time tables ({name: table}) from its
+    staged kernels parts, and the fingerprint of the rules behind their classes."""
+    kernels = pq.read_table(kernel_files,
+                            columns=["category", "name_id", "name", "ts_ns", "dur_ns"],
+                            read_dictionary=["name"]).unify_dictionaries()
+    names = kernels.group_by(["category", "name_id", "name"]).aggregate([])
+    names = names.append_column("trace_id", pa.array([trace_id] * len(names), pa.string()))
     kernels = kernels.filter(pc.is_valid(kernels["dur_ns"])).combine_chunks()
     rules = default_rules()
     fingerprint = rules_fingerprint(rules)
     starts = _array(kernels["ts_ns"])
     ends = pc.add(starts, _array(kernels["dur_ns"]))
-    pieces = [("busy", pc.not_equal(_array(kernels["category"]), "gpu_user_annotation"))]
+    masks = {"busy": pc.not_equal(_array(kernels["category"]), "gpu_user_annotation")}
     classes = _classes(kernels, rules)
-    pieces += [(kind, pc.equal(classes, kind)) for kind in CLASS_KINDS]
+    masks.update((kind, pc.equal(classes, kind)) for kind in CLASS_KINDS)
+    merged = {kind: merge(pc.filter(starts, pc.fill_null(mask, False)),
+                          pc.filter(ends, pc.fill_null(mask, False)))
+              for kind, mask in masks.items()}
     columns = {"kind": [], "start_ns": [], "end_ns": []}
-    for kind, mask in pieces:
-        mask = pc.fill_null(mask, False)
-        merged_starts, merged_ends = merge(pc.filter(starts, mask), pc.filter(ends, mask))
+    for kind, (merged_starts, merged_ends) in merged.items():
         columns["kind"] += [kind] * len(merged_starts)
         columns["start_ns"] += merged_starts.to_pylist()
         columns["end_ns"] += merged_ends.to_pylist()
     rows = len(columns["kind"])
-    table = pa.table({"trace_id": [trace_id] * rows, **columns, "rules": [fingerprint] * rows})
-    return table.cast(TABLES["gpu_intervals"].schema), fingerprint
+    intervals = pa.table({"trace_id": [trace_id] * rows, **columns, "rules": [fingerprint] * rows})
+    both = merge(*(pa.concat_arrays([merged[kind][i] for kind in CLASS_KINDS]) for i in (0, 1)))
+    busy_starts, busy_ends = merged["busy"]
+    time = {"trace_id": trace_id,
+            "first_ns": pc.min(busy_starts).as_py(), "last_ns": pc.max(busy_ends).as_py(),
+            "busy_ns": _length(merged["busy"]),
+            "comm_ns": _length(merged["communication"]),
+            "compute_ns": _length(merged["computation"]),
+            "comm_or_compute_ns": _length(both), "rules": fingerprint}
+    tables = {"kernel_names": names.select(TABLES["kernel_names"].schema.names),
+              "gpu_intervals": intervals,
+              "gpu_time": pa.Table.from_pylist([time])}
+    return {name: table.cast(TABLES[name].schema) for name, table in tables.items()}, fingerprint
+
+
+def _length(intervals):
+    """Total length of disjoint intervals (exact: integer sum)."""
+    starts, ends = intervals
+    return pc.sum(pc.subtract(ends, starts)).as_py() or 0
 
 
 def _array(column):

@@ -1,0 +1,53 @@
+-- Class, collective and short name of each distinct GPU activity name, from the ordered rules.
+--
+-- The rules are data (table `kernel_class_rules`, loaded from sql/kernel_rules.toml and the
+-- user's rule files): the first rule whose category and regular expression (on the lower-cased
+-- name) match gives the class; for communication, the first matching collective rule gives the
+-- collective. Worked out once per distinct (category, name) of the small `kernel_names`
+-- table; `kernel_classes` and `kernel_stats` join it on the compact name_id.
+--
+-- Columns:
+--   category     category of the activity
+--   name_key     name_id of the name (0 for a missing name): the join key
+--   name         the full name
+--   class        communication, computation, memory, sync or other
+--   collective   all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast,
+--                dispatch, combine or other; NULL unless class is communication
+--   short_name   the name without template arguments and parameters (kernels only;
+--                other categories keep their name), for grouping across builds
+CREATE OR REPLACE VIEW kernel_name_classes AS
+WITH names AS (
+  SELECT DISTINCT category, coalesce(name_id, 0) AS name_key, name FROM kernel_names
+),
+matches AS (
+  SELECT n.category, n.name_key, r.target, r.value, r.priority
+  FROM names AS n
+  JOIN kernel_class_rules AS r
+    ON (r.category IS NULL OR r.category = n.category)
+   AND (r.pattern IS NULL OR regexp_matches(lower(coalesce(n.name, '')), r.pattern))
+),
+classes AS (
+  SELECT category, name_key, min_by(value, priority) AS class
+  FROM matches
+  WHERE target = 'class'
+  GROUP BY category, name_key
+),
+collectives AS (
+  SELECT category, name_key, min_by(value, priority) AS collective
+  FROM matches
+  WHERE target = 'collective'
+  GROUP BY category, name_key
+)
+SELECT n.category, n.name_key, n.name,
+       coalesce(c.class, 'other') AS class,
+       CASE WHEN c.class = 'communication' THEN coalesce(x.collective, 'other') END
+         AS collective,
+       CASE
+         WHEN n.category = 'kernel' THEN trim(split_part(split_part(
+           replace(replace(n.name, '(anonymous namespace)::', ''), 'void ', ''), '<', 1),
+           '(', 1))
+         ELSE n.name
+       END AS short_name
+FROM names AS n
+LEFT JOIN classes AS c ON c.category = n.category AND c.name_key = n.name_key
+LEFT JOIN collectives AS x ON x.category = n.category AND x.name_key = n.name_key;

@@ -26,11 +26,11 @@ from warehouse.catalog import TraceEntry, staged_name
 from warehouse.errors import TraceError, printable
 
 from . import identity
-from .summaries import summarize_kernels
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
 from .normalize import EventProblem, normalize_chunk
 from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
 from .sources import file_digest, open_trace
+from .summaries import summarize_kernels
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
 
 

@@ -30,7 +30,11 @@ CLASS_KINDS = ("communication", "computation")
 
 
 def merge(starts, ends):
-    """Disjoint sorted intervals covering the same points as [starts[i], ends[i])."""
+    """Disjoint sorted intervals covering the same points as [starts[i], ends[i]).
+
+    Sorted by start, an interval opens a new merged interval when it starts past the furthest
+    end so far (`reach`); a merged interval ends at the reach of its last member, the one
+    before the next opening."""
     if len(starts) == 0:
         return pa.array([], pa.int64()), pa.array([], pa.int64())
     order = pc.sort_indices(starts)
@@ -38,10 +42,8 @@ def merge(starts, ends):
     reach = pc.cumulative_max(ends)
     previous = pa.concat_arrays([pa.array([None], pa.int64()), reach.slice(0, len(reach) - 1)])
     opens = pc.fill_null(pc.greater(starts, previous), True)
-    group = pc.cumulative_sum(pc.cast(opens, pa.int64()))
-    merged = pa.table({"g": group, "s": starts, "e": ends}).group_by("g").aggregate(
-        [("s", "min"), ("e", "max")]).sort_by("s_min")
-    return merged["s_min"].combine_chunks(), merged["e_max"].combine_chunks()
+    closes = pa.concat_arrays([opens.slice(1), pa.array([True])])
+    return pc.filter(starts, opens), pc.filter(reach, closes)
 
 
 def classify(category, name, rules):
@@ -64,25 +66,25 @@ def summarize_kernels(kernel_files, trace_id):
                             columns=["category", "name_id", "name", "ts_ns", "dur_ns"],
                             read_dictionary=["name"]).unify_dictionaries()
     names = kernels.group_by(["category", "name_id", "name"]).aggregate([])
-    names = names.append_column("trace_id", pa.array([trace_id] * len(names), pa.string()))
-    kernels = kernels.filter(pc.is_valid(kernels["dur_ns"])).combine_chunks()
     rules = default_rules()
     fingerprint = rules_fingerprint(rules)
-    starts = _array(kernels["ts_ns"])
-    ends = pc.add(starts, _array(kernels["dur_ns"]))
-    masks = {"busy": pc.not_equal(_array(kernels["category"]), "gpu_user_annotation")}
-    classes = _classes(kernels, rules)
-    masks.update((kind, pc.equal(classes, kind)) for kind in CLASS_KINDS)
-    merged = {kind: merge(pc.filter(starts, pc.fill_null(mask, False)),
-                          pc.filter(ends, pc.fill_null(mask, False)))
-              for kind, mask in masks.items()}
-    columns = {"kind": [], "start_ns": [], "end_ns": []}
-    for kind, (merged_starts, merged_ends) in merged.items():
-        columns["kind"] += [kind] * len(merged_starts)
-        columns["start_ns"] += merged_starts.to_pylist()
-        columns["end_ns"] += merged_ends.to_pylist()
-    rows = len(columns["kind"])
-    intervals = pa.table({"trace_id": [trace_id] * rows, **columns, "rules": [fingerprint] * rows})
+    timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
+    timed = _with_classes(timed, names, rules)
+    starts = _array(timed["ts_ns"])
+    ends = pc.add(starts, _array(timed["dur_ns"]))
+    masks = {"busy": pc.not_equal(_array(timed["category"]), "gpu_user_annotation")}
+    masks.update((kind, pc.equal(_array(timed["class"]), kind)) for kind in CLASS_KINDS)
+    merged = {kind: merge(pc.filter(starts, mask), pc.filter(ends, mask))
+              for kind, mask in ((kind, pc.fill_null(mask, False)) for kind, mask in masks.items())}
+    rows = sum(len(kind_starts) for kind_starts, _ in merged.values())
+    intervals = pa.table({
+        "trace_id": pa.array([trace_id] * rows, pa.string()),
+        "kind": pa.concat_arrays([pa.array([kind] * len(kind_starts), pa.string())
+                                  for kind, (kind_starts, _) in merged.items()]),
+        "start_ns": pa.concat_arrays([kind_starts for kind_starts, _ in merged.values()]),
+        "end_ns": pa.concat_arrays([kind_ends for _, kind_ends in merged.values()]),
+        "rules": pa.array([fingerprint] * rows, pa.string()),
+    })
     both = merge(*(pa.concat_arrays([merged[kind][i] for kind in CLASS_KINDS]) for i in (0, 1)))
     busy_starts, busy_ends = merged["busy"]
     time = {"trace_id": trace_id,
@@ -91,6 +93,7 @@ def summarize_kernels(kernel_files, trace_id):
             "comm_ns": _length(merged["communication"]),
             "compute_ns": _length(merged["computation"]),
             "comm_or_compute_ns": _length(both), "rules": fingerprint}
+    names = names.append_column("trace_id", pa.array([trace_id] * len(names), pa.string()))
     tables = {"kernel_names": names.select(TABLES["kernel_names"].schema.names),
               "gpu_intervals": intervals,
               "gpu_time": pa.Table.from_pylist([time])}
@@ -103,19 +106,23 @@ def _length(intervals):
     return pc.sum(pc.subtract(ends, starts)).as_py() or 0
 
 
+def _with_classes(kernels, names, rules):
+    """`kernels` with a `class` column: each distinct (category, name) is classified once, in
+    Python, and joined back on (category, name_id); a missing name has name_id 0 here, as
+    name_key in the SQL view kernel_name_classes."""
+    classes = [classify(category, name, rules) for category, name in
+               zip(names["category"].to_pylist(), names["name"].to_pylist())]
+    classified = pa.table({"category": names["category"],
+                           "name_key": pc.fill_null(names["name_id"], 0),
+                           "class": pa.array(classes, pa.string())})
+    keyed = pa.table({"category": kernels["category"],
+                      "name_key": pc.fill_null(kernels["name_id"], 0),
+                      "ts_ns": kernels["ts_ns"], "dur_ns": kernels["dur_ns"]})
+    return keyed.join(classified, keys=["category", "name_key"], join_type="left outer")
+
+
 def _array(column):
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
-def _classes(kernels, rules):
-    """Per kernel, its class, classifying each distinct (category, name) once."""
-    keys = pc.binary_join_element_wise(
-        pc.fill_null(_array(kernels["category"]), ""),
-        pc.fill_null(pc.cast(_array(kernels["name"]), pa.string()), ""), "\x00")
-    distinct = pc.unique(keys)
-    names = {}
-    for key in distinct.to_pylist():
-        category, _, name = key.partition("\x00")
-        names[key] = classify(category or None, name, rules)
-    return pc.take(pa.array([names[k] for k in distinct.to_pylist()], pa.string()),
-                   pc.index_in(keys, distinct))
+    """One contiguous array of a (possibly chunked, possibly empty) column."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+    return column

@@ -5,13 +5,18 @@ import json
 import shutil
 from collections import Counter
 
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE
+from ingest.summaries import merge
 
 from .conftest import EXAMPLES, load_reference, shared
+from .reference import union_length
 
 
 def reference_table(event):
@@ -290,3 +295,17 @@ def test_duplicate_keys_are_refused(content, problem, tracewh, tmp_path, warehou
     result = tracewh("ingest", path, "--run", "r", expect=2)
     assert problem in result.output and result.output.startswith(f"error: {path}: ")
     assert not list(warehouse.glob("*/run=*"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1000, 1000), st.integers(0, 200)), max_size=50))
+def test_merge_gives_disjoint_intervals_of_the_same_union(intervals):
+    """The ingest-time merge (gpu_intervals) against the reference: same union length,
+    sorted, disjoint and not touching, every input point covered."""
+    pairs = [(start, start + length) for start, length in intervals]
+    starts, ends = merge(pa.array([a for a, _ in pairs], pa.int64()),
+                         pa.array([b for _, b in pairs], pa.int64()))
+    merged = list(zip(starts.to_pylist(), ends.to_pylist()))
+    assert sum(b - a for a, b in merged) == union_length(pairs)
+    assert all(a <= b < c for (a, b), (c, _) in zip(merged, merged[1:]))
+    assert all(any(a <= s and e <= b for a, b in merged) for s, e in pairs)

@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import Raw
 
-from .events import DuplicateKey, check_duplicate_keys, decode_events, field_types, micros_to_ns, struct_from_raw_fields
+from .events import (DuplicateKey, IntegerTimeEvent, check_duplicate_keys, decode_events,
+                     field_types, micros_to_ns, struct_from_raw_fields)
 from .schema import TABLES
 
 LEGACY_CATEGORIES = {
@@ -188,8 +189,12 @@ def _unknown_hint(event, key):
 
 
 def _categories(cats):
-    names = {cat: _category(cat) for cat in set(cats)}
-    return pa.array(list(map(names.__getitem__, cats)), pa.string())
+    """Kineto categories, lower-cased, old names mapped to new (an Arrow string array)."""
+    distinct = pc.unique(cats).to_pylist()
+    mapped = [_category(cat) for cat in distinct]
+    if mapped == distinct:
+        return cats
+    return pc.take(pa.array(mapped, pa.string()), pc.index_in(cats, pa.array(distinct, pa.string())))
 
 
 def _category(cat):
@@ -266,29 +271,63 @@ def _extra(unknowns, warnings):
                     pa.string())
 
 
-_BASE_FIELDS = operator.attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args",
-                                   "unknown_fields")
+_BASE_FIELDS = operator.attrgetter("name", "cat", "pid", "tid", "ts", "dur")
+# The usual shape of those fields: converting the events' field tuples to this struct builds all
+# six columns in one pass in C++; a pid or tid that is a string, a time with a fraction or
+# beyond 64 bits, or a value of another type makes the conversion fail, and the columns are
+# then built one by one, exactly (_base_values_by_column).
+_USUAL_BASE = pa.struct([("name", pa.string()), ("cat", pa.string()), ("pid", pa.int64()),
+                         ("tid", pa.int64()), ("ts", pa.int64()), ("dur", pa.int64())])
+_ARGS = operator.attrgetter("args")
+_UNKNOWN_FIELDS = operator.attrgetter("unknown_fields")
 
 
 def _base_columns(events, positions, warnings, timed=True, durations=False):
-    names, cats, pids, tids, stamps, durs, args, unknowns = zip(*map(_BASE_FIELDS, events))
+    values = _base_values_in_usual_shape(events, timed)
+    if values is None:
+        values = _base_values_by_column(events, positions, timed, durations)
     columns = {
         "event_index": pa.array(positions, pa.int64()),
-        "name": pa.array(names, pa.string()),
-        "category": _categories(cats),
-        "pid": _ids(pids),
-        "tid": _ids(tids),
-        "args": _raw_text(args),
-        "extra": _extra(unknowns, warnings),
+        "name": values["name"],
+        "category": _categories(values["cat"]),
+        "pid": values["pid"],
+        "tid": values["tid"],
+        "args": _raw_text(list(map(_ARGS, events))),
+        "extra": _extra(list(map(_UNKNOWN_FIELDS, events)), warnings),
     }
     if timed:
-        columns["ts_ns"] = _ns(stamps, positions, "ts", required=True)
+        columns["ts_ns"] = values["ts"]
     if durations:
-        missing = durs.count(None)
+        missing = values["dur"].null_count
         if missing:
             warnings["X events without dur (kept with NULL dur_ns)"] += missing
-        columns["dur_ns"] = _ns(durs, positions, "dur", required=False)
+        columns["dur_ns"] = values["dur"]
     return columns
+
+
+def _base_values_in_usual_shape(events, timed):
+    """{field: Arrow array} with ts and dur in ns and pid/tid as text, or None when an event
+    does not have the usual shape (or lacks a ts its table needs)."""
+    if not isinstance(events[0], IntegerTimeEvent):
+        return None  # times with fractions, which Arrow would truncate: the exact path
+    try:
+        name, cat, pid, tid, ts, dur = pa.array(list(map(_BASE_FIELDS, events)),
+                                                _USUAL_BASE).flatten()
+        if timed and ts.null_count:
+            return None  # the exact path names the event
+        return {"name": name, "cat": cat, "pid": pid.cast(pa.string()),
+                "tid": tid.cast(pa.string()), "ts": pc.multiply_checked(ts, 1000),
+                "dur": pc.multiply_checked(dur, 1000)}
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return None
+
+
+def _base_values_by_column(events, positions, timed, durations):
+    names, cats, pids, tids, stamps, durs = zip(*map(_BASE_FIELDS, events))
+    return {"name": pa.array(names, pa.string()), "cat": pa.array(cats, pa.string()),
+            "pid": _ids(pids), "tid": _ids(tids),
+            "ts": _ns(stamps, positions, "ts", required=True) if timed else None,
+            "dur": _ns(durs, positions, "dur", required=False) if durations else None}
 
 
 def _decoded_args(events, struct_type):

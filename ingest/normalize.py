@@ -272,14 +272,17 @@ def _extra(unknowns, warnings):
 
 
 _BASE_FIELDS = operator.attrgetter("name", "cat", "pid", "tid", "ts", "dur")
-# The usual shape of those fields: converting the events' field tuples to this struct builds all
-# six columns in one pass in C++; a pid or tid that is a string, a time with a fraction or
-# beyond 64 bits, or a value of another type makes the conversion fail, and the columns are
-# then built one by one, exactly (_base_values_by_column).
-_USUAL_BASE = pa.struct([("name", pa.string()), ("cat", pa.string()), ("pid", pa.int64()),
-                         ("tid", pa.int64()), ("ts", pa.int64()), ("dur", pa.int64())])
+# The usual shape of the fields but pid and tid: converting the events' field tuples to this
+# struct builds the four columns in one pass in C++. A time with a fraction or beyond 64 bits,
+# or a value of another type, makes it fail, and the columns are then built one by one, exactly
+# (_base_values_by_column).
+_USUAL_FIELDS = operator.attrgetter("name", "cat", "ts", "dur")
+_USUAL_SHAPE = pa.struct([("name", pa.string()), ("cat", pa.string()), ("ts", pa.int64()),
+                          ("dur", pa.int64())])
 _ARGS = operator.attrgetter("args")
 _UNKNOWN_FIELDS = operator.attrgetter("unknown_fields")
+_PID = operator.attrgetter("pid")
+_TID = operator.attrgetter("tid")
 
 
 def _base_columns(events, positions, warnings, timed=True, durations=False):
@@ -311,12 +314,11 @@ def _base_values_in_usual_shape(events, timed):
     if not isinstance(events[0], IntegerTimeEvent):
         return None  # times with fractions, which Arrow would truncate: the exact path
     try:
-        name, cat, pid, tid, ts, dur = pa.array(list(map(_BASE_FIELDS, events)),
-                                                _USUAL_BASE).flatten()
+        name, cat, ts, dur = pa.array(list(map(_USUAL_FIELDS, events)), _USUAL_SHAPE).flatten()
         if timed and ts.null_count:
             return None  # the exact path names the event
-        return {"name": name, "cat": cat, "pid": pid.cast(pa.string()),
-                "tid": tid.cast(pa.string()), "ts": pc.multiply_checked(ts, 1000),
+        return {"name": name, "cat": cat, "pid": _ids(list(map(_PID, events))),
+                "tid": _ids(list(map(_TID, events))), "ts": pc.multiply_checked(ts, 1000),
                 "dur": pc.multiply_checked(dur, 1000)}
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return None
@@ -354,8 +356,20 @@ def _lenient_args(raw, struct_type):
     return struct_from_raw_fields(fields, struct_type, _ARG_FIELDS[struct_type])[0]
 
 
-def _external_ids(args):
-    return [a.external_id if a.external_id is not None else a.external_id_old for a in args]
+_ARROW_TYPES = {Int64: pa.int64(), Int32: pa.int32(), float: pa.float64()}
+
+
+def _arg_arrays(args, fields):
+    """{field: Arrow array} of some scalar fields of decoded args structs, converted in one
+    pass; `external_id` is the new or the old spelling of the key, whichever is there."""
+    hints = type(args[0]).__annotations__ if args else {}
+    struct = pa.struct([(name, _ARROW_TYPES[hints[name].__args__[0]]) for name in fields])
+    arrays = dict(zip(fields, pa.array(list(map(operator.attrgetter(*fields), args)),
+                                       struct).flatten()))
+    if "external_id" in arrays:
+        arrays["external_id"] = pc.coalesce(arrays["external_id"],
+                                            arrays.pop("external_id_old"))
+    return arrays
 
 
 def _dimension(values, axis):
@@ -386,33 +400,28 @@ def _kernel_columns(events, positions, warnings):
         a.stream if a.stream is not None else (e.tid if type(e.tid) is int else None)
         for a, e in zip(args, events)
     ]
-    columns["correlation"] = [a.correlation for a in args]
-    columns["external_id"] = _external_ids(args)
     grids = [a.grid for a in args]
     blocks = [a.block for a in args]
     for axis, suffix in enumerate("xyz"):
         columns[f"grid_{suffix}"] = _dimension(grids, axis)
         columns[f"block_{suffix}"] = _dimension(blocks, axis)
-    for name in ("registers_per_thread", "shared_memory", "blocks_per_sm", "warps_per_sm",
-                 "occupancy", "bytes", "bandwidth"):
-        columns[name] = [getattr(a, name) for a in args]
+    columns.update(_arg_arrays(args, (
+        "correlation", "external_id", "external_id_old", "registers_per_thread",
+        "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "bytes", "bandwidth")))
     return columns
 
 
 def _cpu_op_columns(events, positions, warnings):
     columns = _base_columns(events, positions, warnings, durations=True)
     args = _decoded_args(events, CpuArgs)
-    columns["external_id"] = _external_ids(args)
-    columns["sequence_number"] = [a.sequence_number for a in args]
+    columns.update(_arg_arrays(args, ("external_id", "external_id_old", "sequence_number")))
     return columns
 
 
 def _runtime_columns(events, positions, warnings):
     columns = _base_columns(events, positions, warnings, durations=True)
     args = _decoded_args(events, RuntimeArgs)
-    columns["correlation"] = [a.correlation for a in args]
-    columns["external_id"] = _external_ids(args)
-    columns["cbid"] = [a.cbid for a in args]
+    columns.update(_arg_arrays(args, ("correlation", "external_id", "external_id_old", "cbid")))
     return columns
 
 

@@ -233,7 +233,12 @@ def _ns(values, positions, what, required):
 
 
 def _ids(values):
-    """pid/tid/id as text: numbers for real processes and streams, strings for pseudo tracks."""
+    """pid/tid/id as text: numbers for real processes and streams, strings for pseudo tracks.
+    The values are int, str or None (Event's types), so an int64 conversion cannot truncate."""
+    try:
+        return pa.array(values, pa.int64()).cast(pa.string())  # the usual case, no inference
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+        pass
     try:
         array = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):

@@ -23,6 +23,9 @@ from msgspec import Raw
 from warehouse.errors import TraceError
 
 BLOCK_SIZE = 16 << 20
+# The first blocks are small and double up to BLOCK_SIZE, so that the first chunks reach the
+# workers (and the pipeline fills) at once rather than after a whole block is read and checked.
+FIRST_BLOCK_SIZE = 1 << 20
 _WHITESPACE = b" \t\r\n"
 _OBJECT_PREFIX = b'{"traceEvents":['
 _ARRAY_PREFIX = b"["
@@ -74,6 +77,7 @@ class TraceReader:
         self._stream = stream
         self._path = path
         self._block_size = block_size
+        self._next_block_size = min(FIRST_BLOCK_SIZE, block_size)
         self._by_reference = by_reference  # the stream is the file itself: chunks need no data
         self._events = 0
         self._buf = bytearray()
@@ -90,7 +94,9 @@ class TraceReader:
         if self._eof:
             return False
         end = len(self._buf)
-        self._buf.extend(bytes(self._block_size))
+        size = self._next_block_size
+        self._next_block_size = min(2 * size, self._block_size)
+        self._buf.extend(bytes(size))
         try:
             with memoryview(self._buf) as view:
                 count = self._stream.readinto(view[end:])

@@ -23,9 +23,9 @@ from msgspec import Raw
 from warehouse.errors import TraceError
 
 BLOCK_SIZE = 16 << 20
-# The first blocks are small and double up to BLOCK_SIZE, so that the first chunks reach the
+# The first blocks are smaller and double up to BLOCK_SIZE, so that the first chunks reach the
 # workers (and the pipeline fills) at once rather than after a whole block is read and checked.
-FIRST_BLOCK_SIZE = 1 << 20
+FIRST_BLOCK_SIZE = 4 << 20
 _WHITESPACE = b" \t\r\n"
 _OBJECT_PREFIX = b'{"traceEvents":['
 _ARRAY_PREFIX = b"["

@@ -245,11 +245,15 @@ def _ids(values):
         array = None  # mixed numbers and strings, or a number beyond 64 bits
     if array is not None and array.type in (pa.int64(), pa.string(), pa.null()):
         return array.cast(pa.string())
+    if None not in values:  # mixed numbers and strings, such as the 'Spans' pid of Trace events
+        return pa.array(list(map(str, values)), pa.string())
     return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
 
 
 def _raw_text(raws):
     """A string array over raw JSON values, built from one joined buffer (no per-value copy)."""
+    if raws.count(None) == len(raws):
+        return pa.nulls(len(raws), pa.string())
     if None in raws:
         lengths = [0 if r is None else len(r) for r in raws]
         data = b"".join(r for r in raws if r is not None)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from warehouse.catalog import TraceEntry, staged_name
+from warehouse.catalog import TraceEntry
 from warehouse.errors import TraceError, printable
 
 from . import identity
@@ -30,7 +30,7 @@ from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_
 from .normalize import EventProblem, normalize_chunk
 from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
 from .sources import file_digest, open_trace
-from .summaries import summarize_kernels
+from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
 
 
@@ -69,6 +69,7 @@ class ChunkSummary:
     rows: dict
     events: int
     warnings: Counter
+    kernels: KernelSummary | None = None
 
 
 def process_chunk(path, chunk, part, trace_id, staging, base_guess):
@@ -94,10 +95,12 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         raise
     except pa.ArrowInvalid as error:
         raise TraceError(path, f"invalid text in event args ({error})") from None
-    for name, table in result.tables.items():
-        write_part(staging, name, part, shift_times(table, base_guess))
-    rows = {name: table.num_rows for name, table in result.tables.items()}
-    return ChunkSummary(part, rows, result.events, result.warnings)
+    tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
+    for name, table in tables.items():
+        write_part(staging, name, part, table)
+    rows = {name: table.num_rows for name, table in tables.items()}
+    kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
+    return ChunkSummary(part, rows, result.events, result.warnings, kernels)
 
 
 def _index_in_message(error):
@@ -200,6 +203,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
     parts = defaultdict(list)
     warnings = Counter()
     events = 0
+    kernel_summaries = []
     with open_trace(path) as stream:
         reader = TraceReader(stream, path, by_reference=isinstance(stream, io.BufferedReader))
         for summary in _summaries(reader, path, trace_id, staging, base_guess, pool, options.jobs):
@@ -207,6 +211,8 @@ def ingest_file(catalog, path, options, staging, pool=None):
                 parts[name].append(summary.part)
             warnings.update(summary.warnings)
             events += summary.events
+            if summary.kernels is not None:
+                kernel_summaries.append(summary.kernels)
     metadata = decode_metadata(reader.metadata)
     base_time = base_time_ns(metadata)
     if base_time != base_guess:
@@ -214,9 +220,9 @@ def ingest_file(catalog, path, options, staging, pool=None):
             for part in numbers:
                 rebase_part(staging, name, part, base_time - base_guess)
     interval_rules = ""
-    if parts.get("kernels"):
-        summaries, interval_rules = summarize_kernels(
-            [staging / staged_name("kernels", part) for part in parts["kernels"]], trace_id)
+    if kernel_summaries:
+        summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
+                                                      base_time - base_guess)
         for name, table in summaries.items():
             write_part(staging, name, 0, table)
             parts[name] = [0]

@@ -1,10 +1,11 @@
-"""Per-trace tables derived from a trace's kernels once they are all staged: `kernel_names`,
-`gpu_intervals` and `gpu_time`.
+"""Per-trace tables derived from a trace's kernels: `kernel_names`, `gpu_intervals` and
+`gpu_time`.
 
 `kernel_names` is the trace's distinct GPU activity names by name_id, the small dimension that
-per-name work (classification, short names, naming kernel_stats) reads. Union lengths over millions of kernels are what the rank-level views spend their time on (a
-sorted window pass per set). A trace's unions do not change after ingest, so they are merged
-here, with Arrow, into a few disjoint intervals per kind:
+per-name work (classification, short names, naming kernel_stats) reads. Union lengths over
+millions of kernels are what the rank-level views spend their time on (a sorted window pass per
+set). A trace's unions do not change after ingest, so they are merged here, with Arrow, into a
+few disjoint intervals per kind:
 
     busy            all GPU activity but gpu_user_annotation ranges (rule-independent)
     communication   kernels of that class under the default rules
@@ -14,19 +15,35 @@ and their lengths (and that of communication or computation together) go into on
 row, which the rank-level views sum. Class unions depend on the rules: rows carry the default
 rules' fingerprint, and the query layer uses them only when the effective rules are those
 defaults (see warehouse.query).
+
+The work is split like the ingest: each worker summarises the kernels of its chunk
+(`summarize_chunk`: names, merged intervals per kind) while it has them in memory, and the
+parent combines the chunks' summaries (`combine_summaries`), so nothing is read back from the
+staged files and little is left to do after the last chunk.
 """
 
+import functools
 import re
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from warehouse.rules import default_rules, rules_fingerprint
 
 from .schema import TABLES
 
+KINDS = ("busy", "communication", "computation")
 CLASS_KINDS = ("communication", "computation")
+
+
+@dataclass
+class KernelSummary:
+    """What one chunk's kernels contribute: their distinct (category, name_id, name) and, per
+    kind, their merged intervals (starts, ends)."""
+
+    names: pa.Table
+    intervals: dict
 
 
 def merge(starts, ends):
@@ -59,23 +76,43 @@ def classify(category, name, rules):
     return "other"
 
 
-def summarize_kernels(kernel_files, trace_id):
-    """One trace's kernel_names, gpu_intervals and gpu_time tables ({name: table}) from its
-    staged kernels parts, and the fingerprint of the rules behind their classes."""
-    kernels = pq.read_table(kernel_files,
-                            columns=["category", "name_id", "name", "ts_ns", "dur_ns"],
-                            read_dictionary=["name"]).unify_dictionaries()
-    names = kernels.group_by(["category", "name_id", "name"]).aggregate([])
+@functools.cache
+def _default_rules():
     rules = default_rules()
-    fingerprint = rules_fingerprint(rules)
+    return rules, rules_fingerprint(rules)
+
+
+def summarize_chunk(kernels):
+    """The KernelSummary of one chunk's kernels table (category, name_id, name, ts_ns, dur_ns)."""
+    names = kernels.select(["category", "name_id", "name"]).group_by(
+        ["category", "name_id", "name"]).aggregate([])
     timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
-    timed = _with_classes(timed, names, rules)
+    timed = _with_classes(timed, names, _default_rules()[0])
     starts = _array(timed["ts_ns"])
     ends = pc.add(starts, _array(timed["dur_ns"]))
     masks = {"busy": pc.not_equal(_array(timed["category"]), "gpu_user_annotation")}
     masks.update((kind, pc.equal(_array(timed["class"]), kind)) for kind in CLASS_KINDS)
-    merged = {kind: merge(pc.filter(starts, mask), pc.filter(ends, mask))
-              for kind, mask in ((kind, pc.fill_null(mask, False)) for kind, mask in masks.items())}
+    intervals = {}
+    for kind, mask in masks.items():
+        mask = pc.fill_null(mask, False)
+        intervals[kind] = merge(pc.filter(starts, mask), pc.filter(ends, mask))
+    return KernelSummary(names, intervals)
+
+
+def combine_summaries(summaries, trace_id, delta=0):
+    """One trace's kernel_names, gpu_intervals and gpu_time tables ({name: table}) from the
+    KernelSummary of each of its chunks, with times shifted by `delta` ns (the base time was
+    guessed wrong while the chunks were read), and the fingerprint of the rules behind the
+    classes."""
+    rules, fingerprint = _default_rules()
+    names = _distinct_rows(pa.concat_tables([summary.names for summary in summaries]))
+    merged = {}
+    for kind in KINDS:
+        starts, ends = (pa.concat_arrays([s.intervals[kind][i] for s in summaries]).cast(pa.int64())
+                        for i in (0, 1))
+        if delta:
+            starts, ends = pc.add_checked(starts, delta), pc.add_checked(ends, delta)
+        merged[kind] = merge(starts, ends)
     rows = sum(len(kind_starts) for kind_starts, _ in merged.values())
     intervals = pa.table({
         "trace_id": pa.array([trace_id] * rows, pa.string()),
@@ -98,6 +135,14 @@ def summarize_kernels(kernel_files, trace_id):
               "gpu_intervals": intervals,
               "gpu_time": pa.Table.from_pylist([time])}
     return {name: table.cast(TABLES[name].schema) for name, table in tables.items()}, fingerprint
+
+
+def _distinct_rows(table):
+    """The distinct rows of a small table (a few hundred names per chunk), in first-seen order."""
+    rows = dict.fromkeys(zip(*(column.to_pylist() for column in table.columns)))
+    return pa.table([pa.array(values, column.type) for values, column in
+                     zip(zip(*rows) if rows else [[]] * table.num_columns, table.columns)],
+                    names=table.column_names)
 
 
 def _length(intervals):

@@ -54,10 +54,6 @@ def open_trace(path):
 
 def file_digest(path):
     """sha256 hex digest and size in bytes of the file as stored (compressed or not)."""
-    digest = hashlib.sha256()
-    size = 0
     with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-            size += len(block)
-    return digest.hexdigest(), size
+        digest = hashlib.file_digest(handle, "sha256")  # into one reused buffer
+        return digest.hexdigest(), handle.tell()

@@ -1,0 +1,93 @@
+"""`tracewh ingest`: trace files into the warehouse."""
+
+import os
+import sys
+from collections import defaultdict
+
+import click
+
+from ingest.allocator import keep_freed_memory
+from ingest.pipeline import IngestOptions, ingest_paths
+from ingest.sources import expand_inputs
+
+from ..names import check_name, parse_tag
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--run", help="Run name [default: the input's directory name].")
+@click.option("--phase", help="Phase: train, prefill, decode... [default: from the file name, "
+                              "else unknown].")
+@click.option("--rank", type=click.IntRange(min=0),
+              help="Rank [default: distributedInfo.rank, else a number in the file name "
+                   "(rank-3, worker3), else 0].")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
+              help="Tag stored with the run (git sha, model, config); repeatable.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+              show_default=True, help="Worker processes.")
+@click.option("--replace", is_flag=True,
+              help="Replace what the run/phase/rank already holds.")
+@click.option("--strict", is_flag=True, help="Stop at the first file that fails.")
+@click.option("--keep-secrets", is_flag=True,
+              help="Do not redact metadata values that look like secrets.")
+@click.pass_obj
+def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets):
+    """Ingest trace files into the warehouse.
+
+    PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
+    them) or globs. Both Chrome forms are accepted: an object with traceEvents, and a bare
+    array of events. Re-ingesting a file already in its run/phase/rank does nothing.
+
+    \b
+    Examples:
+      tracewh ingest worker*.pt.trace.json.gz --run nightly-2026-11-29 --phase train
+      tracewh ingest traces/ --tag git=3f2a1c --tag model=dsv3 --jobs 4
+    """
+    options = IngestOptions(
+        run=check_name("run", run) if run is not None else None,
+        phase=check_name("phase", phase) if phase is not None else None,
+        rank=rank, tags=dict(parse_tag(t) for t in tags), replace=replace, strict=strict,
+        keep_secrets=keep_secrets, jobs=jobs)
+    files = expand_inputs(paths)
+    keep_freed_memory()
+    show_bar = sys.stderr.isatty() and len(files) > 1
+    with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
+                           hidden=not show_bar) as bar:
+        outcomes = ingest_paths(catalog, files, options, on_done=lambda _: bar.update(1))
+    failed = _report_ingest(outcomes)
+    if failed:
+        sys.exit(2)
+
+
+def _report_ingest(outcomes):
+    """Print a line per failed or unchanged file and a summary per run; return #failures."""
+    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "seconds": 0.0,
+                                  "unchanged": 0})
+    failed = 0
+    for outcome in outcomes:
+        if outcome.status == "failed":
+            failed += 1
+            click.echo(f"error: {outcome.error}", err=True)
+            continue
+        summary = by_run[outcome.run]
+        if outcome.status == "unchanged":
+            summary["unchanged"] += 1
+            click.echo(f"unchanged: {outcome.path} is already in run {outcome.run}, phase "
+                       f"{outcome.phase}, rank {outcome.rank}", err=True)
+            continue
+        summary["files"] += 1
+        summary["events"] += outcome.events
+        summary["bytes"] += outcome.bytes
+        summary["seconds"] += outcome.seconds
+        for warning in outcome.warnings:
+            click.echo(f"warning: {outcome.path}: {warning}", err=True)
+    for run, s in by_run.items():
+        line = (f"run {run}: {s['files']} file{'s' if s['files'] != 1 else ''} ingested, "
+                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB, {s['seconds']:.1f} s")
+        if s["unchanged"]:
+            line += f" ({s['unchanged']} unchanged)"
+        click.echo(line)
+    if failed:
+        click.echo(f"{failed} file{'s' if failed != 1 else ''} failed; nothing was written "
+                   "for them", err=True)
+    return failed

@@ -367,7 +367,7 @@ _ARROW_TYPES = {Int64: pa.int64(), Int32: pa.int32(), float: pa.float64()}
 def _arg_arrays(args, fields):
     """{field: Arrow array} of some scalar fields of decoded args structs, converted in one
     pass; `external_id` is the new or the old spelling of the key, whichever is there."""
-    hints = type(args[0]).__annotations__ if args else {}
+    hints = type(args[0]).__annotations__  # each field is `T | None`: its Arrow type is T's
     struct = pa.struct([(name, _ARROW_TYPES[hints[name].__args__[0]]) for name in fields])
     arrays = dict(zip(fields, pa.array(list(map(operator.attrgetter(*fields), args)),
                                        struct).flatten()))

@@ -234,20 +234,23 @@ def _ns(values, positions, what, required):
 
 def _ids(values):
     """pid/tid/id as text: numbers for real processes and streams, strings for pseudo tracks.
-    The values are int, str or None (Event's types), so an int64 conversion cannot truncate."""
+    The values are int, str or None (Event's types), so an int64 conversion cannot truncate;
+    each attempt below fails at the first value of another type."""
+    for array_type in (pa.int64(), pa.string()):
+        try:
+            return pa.array(values, array_type).cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            continue  # mixed numbers and strings, or a number beyond 64 bits
+    # Mixed, such as the 'Spans' pid of the Trace event among numeric pids: numbers through
+    # Arrow, the few strings as they are (a number beyond 64 bits through str()).
+    is_text = [type(v) is str for v in values]
     try:
-        return pa.array(values, pa.int64()).cast(pa.string())  # the usual case, no inference
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-        pass
-    try:
-        array = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        array = None  # mixed numbers and strings, or a number beyond 64 bits
-    if array is not None and array.type in (pa.int64(), pa.string(), pa.null()):
-        return array.cast(pa.string())
-    if None not in values:  # mixed numbers and strings, such as the 'Spans' pid of Trace events
-        return pa.array(list(map(str, values)), pa.string())
-    return pa.array([v if v is None or type(v) is str else str(v) for v in values], pa.string())
+        numbers = pa.array([None if text else v for v, text in zip(values, is_text)], pa.int64())
+    except OverflowError:
+        numbers = pa.array([None if text or v is None else str(v)
+                            for v, text in zip(values, is_text)], pa.string())
+    texts = pa.array([v if text else None for v, text in zip(values, is_text)], pa.string())
+    return pc.if_else(pa.array(is_text, pa.bool_()), texts, numbers.cast(pa.string()))
 
 
 def _raw_text(raws):

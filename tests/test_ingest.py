@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE
+from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE, _ids
 from ingest.summaries import merge
 
 from .conftest import EXAMPLES, load_reference, shared
@@ -309,3 +309,10 @@ def test_merge_gives_disjoint_intervals_of_the_same_union(intervals):
     assert sum(b - a for a, b in merged) == union_length(pairs)
     assert all(a <= b < c for (a, b), (c, _) in zip(merged, merged[1:]))
     assert all(any(a <= s and e <= b for a, b in merged) for s, e in pairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-2**70, 2**70), st.text(max_size=8))))
+def test_ids_are_the_text_of_each_value(values):
+    """pid/tid/id columns: every value's text, whatever mix of numbers, strings and nulls."""
+    assert _ids(values).to_pylist() == [None if v is None else str(v) for v in values]

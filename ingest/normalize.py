@@ -192,7 +192,8 @@ def _categories(cats):
     mapped = [_category(cat) for cat in distinct]
     if mapped == distinct:
         return cats
-    return pc.take(pa.array(mapped, pa.string()), pc.index_in(cats, pa.array(distinct, pa.string())))
+    positions = pc.index_in(cats, pa.array(distinct, pa.string()))
+    return pc.take(pa.array(mapped, pa.string()), positions)
 
 
 def _category(cat):

@@ -104,11 +104,11 @@ def combine_summaries(summaries, trace_id, delta=0):
     KernelSummary of each of its chunks, with times shifted by `delta` ns (the base time was
     guessed wrong while the chunks were read), and the fingerprint of the rules behind the
     classes."""
-    rules, fingerprint = _default_rules()
+    fingerprint = _default_rules()[1]
     names = _distinct_rows(pa.concat_tables([summary.names for summary in summaries]))
     merged = {}
     for kind in KINDS:
-        starts, ends = (pa.concat_arrays([s.intervals[kind][i] for s in summaries]).cast(pa.int64())
+        starts, ends = (pa.concat_arrays([summary.intervals[kind][i] for summary in summaries])
                         for i in (0, 1))
         if delta:
             starts, ends = pc.add_checked(starts, delta), pc.add_checked(ends, delta)
@@ -138,10 +138,11 @@ def combine_summaries(summaries, trace_id, delta=0):
 
 
 def _distinct_rows(table):
-    """The distinct rows of a small table (a few hundred names per chunk), in first-seen order."""
+    """The distinct rows of a small, non-empty table (a hundred names per chunk), in first-seen
+    order."""
     rows = dict.fromkeys(zip(*(column.to_pylist() for column in table.columns)))
-    return pa.table([pa.array(values, column.type) for values, column in
-                     zip(zip(*rows) if rows else [[]] * table.num_columns, table.columns)],
+    return pa.table([pa.array(values, column.type)
+                     for values, column in zip(zip(*rows), table.columns)],
                     names=table.column_names)
 
 

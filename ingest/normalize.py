@@ -381,8 +381,15 @@ def _arg_arrays(args, fields):
     return arrays
 
 
-def _dimension(values, axis):
-    return [v[axis] if v is not None and len(v) > axis else None for v in values]
+def _dimensions(values):
+    """x, y and z arrays of grid or block lists: [x, y, z] (converted by Arrow as fixed-size
+    lists), missing, or rarely of another length (then element by element)."""
+    try:
+        lists = pa.array(values, pa.list_(pa.int32(), 3))
+        return [pc.list_element(lists, axis) for axis in range(3)]
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return [[v[axis] if v is not None and len(v) > axis else None for v in values]
+                for axis in range(3)]
 
 
 def name_id(name):
@@ -409,11 +416,9 @@ def _kernel_columns(events, positions, warnings):
         a.stream if a.stream is not None else (e.tid if type(e.tid) is int else None)
         for a, e in zip(args, events)
     ]
-    grids = [a.grid for a in args]
-    blocks = [a.block for a in args]
-    for axis, suffix in enumerate("xyz"):
-        columns[f"grid_{suffix}"] = _dimension(grids, axis)
-        columns[f"block_{suffix}"] = _dimension(blocks, axis)
+    for name, values in (("grid", [a.grid for a in args]), ("block", [a.block for a in args])):
+        for suffix, array in zip("xyz", _dimensions(values)):
+            columns[f"{name}_{suffix}"] = array
     columns.update(_arg_arrays(args, (
         "correlation", "external_id", "external_id_old", "registers_per_thread",
         "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "bytes", "bandwidth")))

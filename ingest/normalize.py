@@ -135,10 +135,9 @@ def normalize_chunk(data, trace_id, first_event=0):
             gc.enable()
 
 
-
 def _normalize_events(events, trace_id, first_event):
     """Group events by table without a Python-level loop per event (the hot path: map, sort and
-    groupby run in C), then build each table's columns."""
+    groupby run in C; the keys come from one comprehension), then build each table's columns."""
     warnings = Counter()
     keys = [(e.ph, e.cat) for e in events]
     routes = {key: _route(key) for key in set(keys)}

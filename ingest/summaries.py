@@ -82,12 +82,18 @@ def _default_rules():
     return rules, rules_fingerprint(rules)
 
 
+@functools.cache
+def _default_class(category, name):
+    """classify() under the default rules, remembered: every chunk holds mostly the same names."""
+    return classify(category, name, _default_rules()[0])
+
+
 def summarize_chunk(kernels):
     """The KernelSummary of one chunk's kernels table (category, name_id, name, ts_ns, dur_ns)."""
     names = kernels.select(["category", "name_id", "name"]).group_by(
         ["category", "name_id", "name"]).aggregate([])
     timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
-    timed = _with_classes(timed, names, _default_rules()[0])
+    timed = _with_classes(timed, names)
     starts = _array(timed["ts_ns"])
     ends = pc.add(starts, _array(timed["dur_ns"]))
     masks = {"busy": pc.not_equal(_array(timed["category"]), "gpu_user_annotation")}
@@ -152,11 +158,11 @@ def _length(intervals):
     return pc.sum(pc.subtract(ends, starts)).as_py() or 0
 
 
-def _with_classes(kernels, names, rules):
+def _with_classes(kernels, names):
     """`kernels` with a `class` column: each distinct (category, name) is classified once, in
     Python, and joined back on (category, name_id); a missing name has name_id 0 here, as
     name_key in the SQL view kernel_name_classes."""
-    classes = [classify(category, name, rules) for category, name in
+    classes = [_default_class(category, name) for category, name in
                zip(names["category"].to_pylist(), names["name"].to_pylist())]
     classified = pa.table({"category": names["category"],
                            "name_key": pc.fill_null(names["name_id"], 0),

@@ -21,35 +21,21 @@
 --   side                first or second
 --   start_ns, end_ns    the kernel interval, ns
 --
--- The branches are plain subqueries, not shared CTEs, so that a filter on `scope` prunes
--- the others: each branch's scope is a constant.
+-- Steps and annotations share one branch, their scope derived from the window's name, so a
+-- filter on `scope` still reaches the cpu_ops scan; stream pairs are a branch of their own.
 CREATE OR REPLACE VIEW overlap_intervals AS
-SELECT w.run, w.phase, w.rank, 'step' AS scope, w.trace_id, w.window_index, w.window_name,
+SELECT w.run, w.phase, w.rank, w.scope, w.trace_id, w.window_index, w.window_name,
        w.window_start_ns, w.window_end_ns,
        CASE WHEN k.class = 'communication' THEN 'first' ELSE 'second' END AS side,
        k.ts_ns AS start_ns, k.ts_ns + k.dur_ns AS end_ns
 FROM kernel_launches AS k
 JOIN (
-  SELECT run, phase, rank, trace_id, event_index AS window_index, name AS window_name,
+  SELECT run, phase, rank, trace_id,
+         CASE WHEN name LIKE 'ProfilerStep#%' THEN 'step' ELSE 'annotation' END AS scope,
+         event_index AS window_index, name AS window_name,
          ts_ns AS window_start_ns, ts_ns + dur_ns AS window_end_ns
   FROM cpu_ops
-  WHERE name LIKE 'ProfilerStep#%' AND dur_ns IS NOT NULL
-) AS w
-  ON w.run = k.run AND w.phase = k.phase AND w.rank = k.rank AND w.trace_id = k.trace_id
- AND coalesce(k.launch_ts_ns, k.ts_ns) >= w.window_start_ns
- AND coalesce(k.launch_ts_ns, k.ts_ns) < w.window_end_ns
-WHERE k.class IN ('communication', 'computation') AND k.dur_ns > 0
-UNION ALL
-SELECT w.run, w.phase, w.rank, 'annotation', w.trace_id, w.window_index, w.window_name,
-       w.window_start_ns, w.window_end_ns,
-       CASE WHEN k.class = 'communication' THEN 'first' ELSE 'second' END,
-       k.ts_ns, k.ts_ns + k.dur_ns
-FROM kernel_launches AS k
-JOIN (
-  SELECT run, phase, rank, trace_id, event_index AS window_index, name AS window_name,
-         ts_ns AS window_start_ns, ts_ns + dur_ns AS window_end_ns
-  FROM cpu_ops
-  WHERE category = 'user_annotation' AND name NOT LIKE 'ProfilerStep#%' AND dur_ns IS NOT NULL
+  WHERE (name LIKE 'ProfilerStep#%' OR category = 'user_annotation') AND dur_ns IS NOT NULL
 ) AS w
   ON w.run = k.run AND w.phase = k.phase AND w.rank = k.rank AND w.trace_id = k.trace_id
  AND coalesce(k.launch_ts_ns, k.ts_ns) >= w.window_start_ns

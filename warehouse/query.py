@@ -123,8 +123,9 @@ def connect(root, rules_file=None):
 
 
 def _cached_classes_apply(entries, rules):
-    """The class intervals merged at ingest hold when the rules are the defaults they were
-    computed with; otherwise the views classify kernels live."""
+    """The class intervals and lengths measured at ingest (gpu_intervals, gpu_time) hold when
+    the rules are the defaults they were computed with; otherwise the views classify kernels
+    live (sql/live/)."""
     fingerprint = rules_fingerprint(rules)
     return rules == default_rules() and all(
         e.interval_rules == fingerprint for e in entries if "kernels" in e.parts)

@@ -25,10 +25,11 @@ import pyarrow as pa
 from warehouse.catalog import TraceEntry
 from warehouse.errors import TraceError, printable
 
-from . import identity
+from . import identity, reader
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
 from .normalize import EventProblem, normalize_chunk
-from .reader import BLOCK_SIZE, TraceReader, decode_error_position, describe_decode_error
+from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
+                     decode_error_position, describe_decode_error)
 from .sources import file_digest, open_trace
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
@@ -74,7 +75,8 @@ class ChunkSummary:
 
 def process_chunk(path, chunk, part, trace_id, staging, base_guess):
     """Normalise one chunk and stage its part files; runs in a worker process. Problems are
-    raised as TraceError, with the file's event index or byte offset."""
+    raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
+    that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
     data = chunk.load(path)
     try:
         result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
@@ -86,6 +88,8 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         raise TraceError(path, f"event {index}: not a trace event: "
                                + str(error).split(" - at ")[0]) from None
     except msgspec.DecodeError:
+        if not chunk.confirmed:  # perhaps the cut, not the file: the caller reads it again
+            raise UnconfirmedChunk(chunk.first_event) from None
         try:  # positions in the compacted text mean nothing to the user: find it in the original
             msgspec.json.decode(data)
         except msgspec.DecodeError as error:
@@ -95,6 +99,7 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         raise
     except pa.ArrowInvalid as error:
         raise TraceError(path, f"invalid text in event args ({error})") from None
+    check_unconfirmed(chunk, result.events)
     tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
     for name, table in tables.items():
         write_part(staging, name, part, table)
@@ -142,7 +147,7 @@ def ingest_paths(catalog, paths, options, on_done=None):
     pool = None
     try:
         for path in paths:
-            if pool is None and options.jobs > 1 and os.path.getsize(path) > BLOCK_SIZE:
+            if pool is None and options.jobs > 1 and os.path.getsize(path) > reader.BLOCK_SIZE:
                 pool = _started_pool(options.jobs)
             outcome = _ingest_one(catalog, path, options, pool)
             outcomes.append(outcome)
@@ -200,20 +205,17 @@ def ingest_file(catalog, path, options, staging, pool=None):
                                  entry.events, entry.bytes)
 
     base_guess = guess_base_time(path)
-    parts = defaultdict(list)
-    warnings = Counter()
-    events = 0
-    kernel_summaries = []
-    with open_trace(path) as stream:
-        reader = TraceReader(stream, path, by_reference=isinstance(stream, io.BufferedReader))
-        for summary in _summaries(reader, path, trace_id, staging, base_guess, pool, options.jobs):
-            for name in summary.rows:
-                parts[name].append(summary.part)
-            warnings.update(summary.warnings)
-            events += summary.events
-            if summary.kernels is not None:
-                kernel_summaries.append(summary.kernels)
-    metadata = decode_metadata(reader.metadata)
+    try:
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+                               confirm_cuts=False)
+    except UnconfirmedChunk:  # an odd layout or a malformed file: read it the careful way
+        for leftover in staging.iterdir():
+            leftover.unlink()
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+                               confirm_cuts=True)
+    parts, warnings, events = staged.parts, staged.warnings, staged.events
+    kernel_summaries = staged.kernel_summaries
+    metadata = decode_metadata(staged.metadata)
     base_time = base_time_ns(metadata)
     if base_time != base_guess:
         for name, numbers in parts.items():
@@ -268,12 +270,43 @@ def _digest(future, path):
         raise TraceError(path, f"cannot read: {error.strerror}") from None
 
 
-def _summaries(reader, path, trace_id, staging, base_guess, pool, jobs):
+@dataclass
+class StagedChunks:
+    """What staging a file's chunks produced: part numbers per table, the events and warnings
+    of all chunks, their kernel summaries and the document's other top-level keys (raw)."""
+
+    parts: dict = field(default_factory=lambda: defaultdict(list))
+    warnings: Counter = field(default_factory=Counter)
+    events: int = 0
+    kernel_summaries: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+
+def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts):
+    """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
+    confirmation is not what it seemed (the staged parts are then to be discarded)."""
+    staged = StagedChunks()
+    with open_trace(path) as stream:
+        trace_reader = TraceReader(stream, path,
+                                   by_reference=isinstance(stream, io.BufferedReader),
+                                   confirm_cuts=confirm_cuts)
+        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool, jobs):
+            for name in summary.rows:
+                staged.parts[name].append(summary.part)
+            staged.warnings.update(summary.warnings)
+            staged.events += summary.events
+            if summary.kernels is not None:
+                staged.kernel_summaries.append(summary.kernels)
+    staged.metadata = trace_reader.metadata
+    return staged
+
+
+def _summaries(trace_reader, path, trace_id, staging, base_guess, pool, jobs):
     """Process the chunks, in worker processes when there is a pool, and yield their summaries
     in file order."""
     pending = deque()
     try:
-        for part, chunk in enumerate(reader.chunks()):
+        for part, chunk in enumerate(trace_reader.chunks()):
             arguments = (path, chunk, part, trace_id, staging, base_guess)
             if pool is None:
                 yield process_chunk(*arguments)
@@ -283,6 +316,7 @@ def _summaries(reader, path, trace_id, staging, base_guess, pool, jobs):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
-    finally:
+    finally:  # on a failure: no task may still write into staging when this returns
         for future in pending:
             future.cancel()
+        concurrent.futures.wait(pending)

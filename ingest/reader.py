@@ -9,6 +9,13 @@ a chunk that skips cleanly ends on a boundary too; a cut that fell inside a nest
 and an earlier one is tried. Each chunk is then decoded on its own, in parallel where there are
 several.
 
+That confirmation parses every byte a second time, in the one process that feeds all workers.
+So with `confirm_cuts=False` (what ingest tries first) a cut is taken unconfirmed and the chunk's events are
+counted as its `"ph"` keys; the worker that decodes the chunk checks both (`check_unconfirmed`):
+decoding fails on a cut inside a nested value or string (the text before it cannot close), and a
+`"ph"` in other places shows as a different count. Either raises UnconfirmedChunk, and the caller
+reads the file again with confirmed cuts, which also gives a malformed file its exact error.
+
 Errors name the byte offset (in the decompressed JSON) where msgspec found the problem.
 """
 
@@ -31,6 +38,11 @@ _OBJECT_PREFIX = b'{"traceEvents":['
 _ARRAY_PREFIX = b"["
 _BYTE_IN_MESSAGE = re.compile(r"\(byte (\d+)\)")
 _MAX_CUT_ATTEMPTS = 32
+_PHASE_KEY = b'"ph"'
+
+
+class UnconfirmedChunk(Exception):
+    """An unconfirmed chunk did not hold the events its cut and count promised."""
 
 
 @dataclass
@@ -39,13 +51,15 @@ class Chunk:
     read by reference, `data` is None and the array is the `length` bytes of the file at
     `offset`, whose first and last bytes (a bracket or a comma) are to be read as `[` and `]`.
     `offset` is the file position of the array's first byte; `first_event` the index of its
-    first event in traceEvents; `events` how many it holds."""
+    first event in traceEvents; `events` how many it holds, as confirmed by msgspec or, when not
+    `confirmed`, as counted from its `"ph"` keys."""
 
     offset: int
     length: int
     first_event: int
     events: int
     data: bytes | None = None
+    confirmed: bool = True
 
     def load(self, path):
         """The array's bytes (or bytearray), read from `path` when the chunk is by reference."""
@@ -55,6 +69,13 @@ class Chunk:
             data = bytearray(os.pread(handle.fileno(), self.length, self.offset))
         data[0], data[-1] = 0x5B, 0x5D
         return data
+
+
+def check_unconfirmed(chunk, decoded_events):
+    """Raise UnconfirmedChunk if an unconfirmed chunk decoded to another number of events than
+    its count (callers raise it too when such a chunk does not decode)."""
+    if not chunk.confirmed and decoded_events != chunk.events:
+        raise UnconfirmedChunk(chunk.first_event, chunk.events, decoded_events)
 
 
 def decode_error_position(error):
@@ -73,12 +94,14 @@ class TraceReader:
     """Iterate over `chunks()`; afterwards `metadata` holds every top-level key but
     `traceEvents`, as raw JSON values."""
 
-    def __init__(self, stream, path, block_size=BLOCK_SIZE, by_reference=False):
+    def __init__(self, stream, path, block_size=None, by_reference=False, confirm_cuts=True):
         self._stream = stream
         self._path = path
+        block_size = block_size or BLOCK_SIZE
         self._block_size = block_size
         self._next_block_size = min(FIRST_BLOCK_SIZE, block_size)
         self._by_reference = by_reference  # the stream is the file itself: chunks need no data
+        self._confirm_cuts = confirm_cuts
         self._events = 0
         self._buf = bytearray()
         self._buf_offset = 0  # file offset of self._buf[0]
@@ -122,13 +145,18 @@ class TraceReader:
                 if not self._by_reference:
                     data = b"[" + bytes(self._buf[start:cut]) + b"]"
                 yield Chunk(self._buf_offset + start - 1, cut - start + 2, self._events, count,
-                            data)
+                            data, self._confirm_cuts)
                 self._events += count
                 self._drop(cut)  # keep the comma: it stands for the next chunk's `[`
                 start = 1
             if not self._read_block():
                 break
-        yield from self._close_document(start)
+        try:
+            yield from self._close_document(start)
+        except TraceError:
+            if self._confirm_cuts:
+                raise
+            raise UnconfirmedChunk(self._events) from None  # the last cut may be to blame
 
     # -- the document's head: where the events start --------------------------------------
 
@@ -225,7 +253,11 @@ class TraceReader:
                 yield comma
 
     def _last_boundary(self, start):
-        """The last cut in the buffer that msgspec confirms, or None if more data is needed."""
+        """(cut, events before it): the last cut in the buffer that msgspec confirms, or the last
+        candidate when cuts go unconfirmed; None if more data is needed."""
+        if not self._confirm_cuts:
+            cut = next(self._candidate_cuts(start), None)
+            return None if cut is None else (cut, self._buf.count(_PHASE_KEY, start, cut))
         limit = len(self._buf)
         for attempt, cut in enumerate(self._candidate_cuts(start)):
             if cut >= limit:

@@ -281,6 +281,45 @@ def test_warehouse_write_failure_is_one_line(tracewh, sql, monkeypatch):
     assert sql("SELECT count(*) AS n FROM traces") == [{"n": 0}]
 
 
+# Args that defeat unconfirmed cuts: a `}, {` inside a value or a string makes a false cut, a
+# "ph" key or string that is no event's a false count.
+ODD_ARGS = [{"nested": [{"a": 1}, {"b": 2}]}, {"text": "}, {"}, {"ph": "X"}, {"note": "ph"}]
+
+
+def hostile_kernels(count, odd_args=ODD_ARGS):
+    return [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 10 * i, "dur": 5, "pid": 0,
+             "tid": 7, "args": odd_args[i % len(odd_args)]} for i in range(count)]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("odd", ODD_ARGS, ids=["nested", "text", "ph-key", "ph-text"])
+def test_odd_layouts_in_many_chunks_are_read_again_with_confirmed_cuts(
+        odd, jobs, tracewh, sql, tmp_path, monkeypatch):
+    monkeypatch.setattr("ingest.reader.BLOCK_SIZE", 4096)  # ~60 chunks
+    events = hostile_kernels(2000, [{}, odd])
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=2))
+    tracewh("ingest", path, "--run", "odd", "--jobs", jobs)
+    rows = sql("SELECT event_index, name, args FROM kernels ORDER BY event_index")
+    assert [r["event_index"] for r in rows] == list(range(len(events)))
+    assert [r["name"] for r in rows] == [e["name"] for e in events]
+    assert [json.loads(r["args"]) for r in rows] == [e["args"] for e in events]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_corruption_deep_in_a_chunked_file_names_its_byte(jobs, tracewh, tmp_path, warehouse,
+                                                          monkeypatch):
+    monkeypatch.setattr("ingest.reader.BLOCK_SIZE", 4096)
+    text = json.dumps({"traceEvents": hostile_kernels(2000)}, indent=2)
+    offset = text.index('"name": "k1500"') + 8  # the value's opening quote
+    path = tmp_path / "bad.json"
+    path.write_text(text[:offset] + "@" + text[offset + 1:])
+    result = tracewh("ingest", path, "--run", "bad", "--jobs", jobs, expect=2)
+    error = result.output.splitlines()[0]
+    assert error == f"error: {path}: malformed JSON: invalid character at byte {offset}"
+    assert not list(warehouse.glob("*/run=*"))
+
+
 @pytest.mark.parametrize("content, problem", [
     ('{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "ts": 1, "ts": 5}]}',
      "event 1: duplicate key 'ts' in the event"),

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ingest.events import decode_events
-from ingest.reader import TraceReader
+from ingest.reader import TraceReader, UnconfirmedChunk, check_unconfirmed
 from ingest.sources import open_trace
 from warehouse.errors import TraceError
 
@@ -16,14 +16,31 @@ REAL_TRACES = sorted(p.relative_to(SHARED) for p in SHARED.rglob("*.json*")) if 
     else []
 
 
-def read_all(stream, block_size=1 << 12, by_reference=False, path="test.json"):
-    reader = TraceReader(stream, path, block_size=block_size, by_reference=by_reference)
+def read_all(stream, block_size=1 << 12, by_reference=False, path="test.json",
+             confirm_cuts=True):
+    reader = TraceReader(stream, path, block_size=block_size, by_reference=by_reference,
+                         confirm_cuts=confirm_cuts)
     events = []
     for chunk in reader.chunks():
         decoded = decode_events(chunk.load(path))
         assert chunk.first_event == len(events) and chunk.events == len(decoded)
         events.extend(decoded)
     return reader, events
+
+
+def unconfirmed_chunks(data, block_size):
+    """Decode every unconfirmed chunk of `data` as a worker would; UnconfirmedChunk when one is
+    not what its cut promised."""
+    reader = TraceReader(io.BytesIO(data), "test.json", block_size=block_size,
+                         confirm_cuts=False)
+    chunks = list(reader.chunks())
+    for chunk in chunks:
+        try:
+            decoded = decode_events(chunk.load("test.json"))
+        except Exception:
+            raise UnconfirmedChunk(chunk.first_event) from None
+        check_unconfirmed(chunk, len(decoded))
+    return chunks
 
 
 @pytest.mark.parametrize("relative", REAL_TRACES, ids=str)
@@ -35,6 +52,33 @@ def test_real_traces_split_into_every_event_once(relative):
     assert len(events) == len(reference["traceEvents"])
     assert [e.name for e in events] == [e.get("name") for e in reference["traceEvents"]]
     assert set(reader.metadata) == set(reference) - {"traceEvents"}
+
+
+@pytest.mark.parametrize("relative", REAL_TRACES, ids=str)
+def test_real_traces_need_no_confirmed_cuts(relative):
+    """Ingest's fast path (cuts unconfirmed, events counted by their "ph" keys) holds on every
+    real trace: no chunk sends ingest back to confirmed reading."""
+    path = SHARED / relative
+    with open_trace(path) as stream:
+        _, events = read_all(stream, block_size=1 << 15, confirm_cuts=False)
+    assert len(events) == len(load_reference(path)["traceEvents"])
+
+
+@pytest.mark.parametrize("args", [
+    {"nested": [{"a": 1}, {"b": 2}]},   # a cut candidate inside a value: the chunk cannot close
+    {"text": "}, {"},                    # ... inside a string
+    {"ph": "X"},                         # a "ph" key that is no event's: the count is wrong
+    {"note": "ph"},                      # a "ph" string
+])
+def test_unconfirmed_chunks_that_are_wrong_are_caught(args):
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1, "pid": 0,
+               "tid": 0, **({"args": args} if i % 7 == 3 else {})} for i in range(60)]
+    data = json.dumps({"traceEvents": events}, indent=1).encode()
+    plain = json.dumps({"traceEvents": [{k: v for k, v in e.items() if k != "args"}
+                                        for e in events]}, indent=1).encode()
+    assert len(unconfirmed_chunks(plain, 512)) > 2
+    with pytest.raises(UnconfirmedChunk):
+        unconfirmed_chunks(data, 512)
 
 
 def test_by_reference_chunks_match_copied_ones(tmp_path):

@@ -158,7 +158,7 @@ def _normalize_events(events, trace_id, first_event):
         if first_event:
             positions = [first_event + p for p in positions]
         columns = _BUILDERS[name](rows, positions, warnings)
-        columns["trace_id"] = pa.array([trace_id] * len(rows), pa.string())
+        columns["trace_id"] = pa.repeat(pa.scalar(trace_id, pa.string()), len(rows))
         tables[name] = pa.Table.from_pydict(columns, schema=TABLES[name].schema)
     return ChunkResult(tables, len(events), warnings)
 
@@ -253,6 +253,9 @@ def _ids(values):
     return pc.if_else(pa.array(is_text, pa.bool_()), texts, numbers.cast(pa.string()))
 
 
+_MAX_STRING_BYTES = 2**31 - 1
+
+
 def _raw_text(raws):
     """A string array over raw JSON values, built from one joined buffer (no per-value copy)."""
     if raws.count(None) == len(raws):
@@ -263,14 +266,16 @@ def _raw_text(raws):
     else:
         lengths = list(map(len, raws))
         data = b"".join(raws)
-    offsets = array.array("q", itertools.accumulate(lengths, initial=0))
+    if len(data) > _MAX_STRING_BYTES:  # string offsets are 32-bit; a chunk is ~16 MB
+        raise pa.ArrowInvalid("more than 2 GiB of text in one chunk")
+    offsets = array.array("i", itertools.accumulate(lengths, initial=0))
     validity = None
     if None in raws:
         validity = pa.array([r is not None for r in raws], pa.bool_()).buffers()[1]
-    text = pa.Array.from_buffers(pa.large_string(), len(raws),
+    text = pa.Array.from_buffers(pa.string(), len(raws),
                                  [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
     text.validate(full=True)  # UTF-8
-    return text.cast(pa.string())
+    return text
 
 
 def _extra(unknowns, warnings):

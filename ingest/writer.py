@@ -19,7 +19,8 @@ from warehouse.catalog import staged_name
 from .schema import TABLES
 
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1}
-PLAIN_TEXT_COLUMNS = {"args", "extra", "id", "metadata", "properties"}
+JSON_TEXT_COLUMNS = {"args", "extra", "metadata", "properties"}
+PLAIN_TEXT_COLUMNS = JSON_TEXT_COLUMNS | {"id"}
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
 TAIL_BYTES = 1 << 16
 
@@ -47,7 +48,8 @@ def shift_times(table, delta):
 
 def write_part(directory, name, part, table):
     pq.write_table(table, directory / staged_name(name, part),
-                   use_dictionary=dictionary_columns(table.schema), **PARQUET_OPTIONS)
+                   use_dictionary=dictionary_columns(table.schema),
+                   write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
 
 
 def dictionary_columns(schema):
@@ -58,6 +60,12 @@ def dictionary_columns(schema):
     time."""
     return [field.name for field in schema
             if pa.types.is_string(field.type) and field.name not in PLAIN_TEXT_COLUMNS]
+
+
+def statistics_columns(schema):
+    """The columns worth min/max statistics: all but the JSON text ones, which no query
+    filters by range (their statistics cost a comparison of every value, and page space)."""
+    return [field.name for field in schema if field.name not in JSON_TEXT_COLUMNS]
 
 
 def write_whole(directory, name, rows):

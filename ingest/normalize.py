@@ -135,39 +135,71 @@ def normalize_chunk(data, trace_id, first_event=0):
             gc.enable()
 
 
+@dataclass
+class EventGroup:
+    """The events of a chunk that go to one table: the decoded events, their indexes in the
+    file (int64 array) and, when the chunk has the usual shape, their `usual` columns."""
+
+    events: list
+    positions: pa.Array
+    usual: dict | None
+
+
 def _normalize_events(events, trace_id, first_event):
-    """Group events by table without a Python-level loop per event (the hot path: map, sort and
-    groupby run in C; the keys come from one comprehension), then build each table's columns."""
+    """Route the events to their tables and build each table's columns. Per-event Python is
+    kept to a few passes over the whole chunk (one comprehension and one Arrow conversion for
+    the usual fields); routing and grouping are Arrow kernels over codes of the (ph, cat)
+    pairs, and each table takes its rows of the usual columns by index."""
     warnings = Counter()
-    keys = [(e.ph, e.cat) for e in events]
-    routes = {key: _route(key) for key in set(keys)}
-    if None in routes.values():
-        index = next(i for i, e in enumerate(events) if e.ph is None)
-        raise EventProblem(first_event + index,
-                           "event has no ph (phase)" + _unknown_hint(events[index], "ph"))
-    for key, (_, note) in routes.items():
-        if note:
-            warnings[note] += keys.count(key)
-    table_of_key = {key: table for key, (table, _) in routes.items()}
-    table_of_event = list(map(table_of_key.__getitem__, keys))
-    order = sorted(range(len(events)), key=table_of_event.__getitem__)
+    usual = _usual_columns(events)
+    if usual is None:
+        ph = pa.array([e.ph for e in events], pa.string())
+        cat = pa.array([e.cat for e in events], pa.string())
+    else:
+        ph, cat = usual["ph"], usual["cat"]
     tables = {}
-    for name, group in itertools.groupby(order, key=table_of_event.__getitem__):
-        positions = list(group)
-        rows = list(map(events.__getitem__, positions))
-        if first_event:
-            positions = [first_event + p for p in positions]
-        columns = _BUILDERS[name](rows, positions, warnings)
-        columns["trace_id"] = pa.repeat(pa.scalar(trace_id, pa.string()), len(rows))
+    for name, positions in _positions_by_table(ph, cat, events, first_event, warnings):
+        group = EventGroup(list(map(events.__getitem__, positions.to_pylist())),
+                           pc.add(positions.cast(pa.int64()), first_event),
+                           None if usual is None else {key: column.take(positions)
+                                                       for key, column in usual.items()})
+        columns = _BUILDERS[name](group, warnings)
+        columns["trace_id"] = pa.repeat(pa.scalar(trace_id, pa.string()), len(group.events))
         tables[name] = pa.Table.from_pydict(columns, schema=TABLES[name].schema)
     return ChunkResult(tables, len(events), warnings)
 
 
-def _route(key):
-    """(table, warning or None) for events of this (ph, cat); None when ph is missing."""
-    ph, cat = key
-    if ph is None:
-        return None
+def _positions_by_table(ph, cat, events, first_event, warnings):
+    """Yield (table, positions in the chunk of the events it gets), tables in name order.
+
+    Each event's (ph, cat) pair becomes one integer code from the two columns' dictionary
+    indexes; the few distinct codes are routed in Python (`_route`), and the events' tables
+    follow by lookup."""
+    if ph.null_count:
+        index = pc.index(ph.is_null(), True).as_py()
+        raise EventProblem(first_event + index,
+                           "event has no ph (phase)" + _unknown_hint(events[index], "ph"))
+    phs, cats = ph.dictionary_encode(), cat.dictionary_encode()
+    width = len(cats.dictionary) + 1  # the last code of a ph stands for a missing cat
+    codes = pc.add(pc.multiply(phs.indices, width), pc.fill_null(cats.indices, width - 1))
+    counted = pc.value_counts(codes)
+    table_of_code = {}
+    for code, count in zip(counted.field("values").to_pylist(),
+                           counted.field("counts").to_pylist()):
+        category = None if code % width == width - 1 else cats.dictionary[code % width].as_py()
+        table, note = _route(phs.dictionary[code // width].as_py(), category)
+        if note:
+            warnings[note] += count
+        table_of_code[code] = table
+    names = sorted(set(table_of_code.values()))
+    tables = pa.array([names.index(table) for table in table_of_code.values()], pa.int8())
+    table_of_event = pc.take(tables, pc.index_in(codes, pa.array(list(table_of_code))))
+    for number, name in enumerate(names):
+        yield name, pc.indices_nonzero(pc.equal(table_of_event, number))
+
+
+def _route(ph, cat):
+    """(table, warning or None) for events of this ph and cat."""
     if ph == "X":
         table = TABLE_OF_CATEGORY.get(_category(cat))
         if table is None:
@@ -288,61 +320,57 @@ def _extra(unknowns, warnings):
                     pa.string())
 
 
-# The usual shape of name, cat, ts and dur: converting the events' tuples of them to this struct
-# builds the four columns in one pass in C++. A time with a fraction or beyond 64 bits,
-# or a value of another type, makes it fail, and the columns are then built one by one, exactly
-# (_base_values_by_column).
-_USUAL_SHAPE = pa.struct([("name", pa.string()), ("cat", pa.string()), ("ts", pa.int64()),
-                          ("dur", pa.int64())])
+# The usual shape of ph, cat, name, ts and dur: converting the events' tuples of them to this
+# struct builds the columns of the whole chunk in one pass in C++. A time with a fraction or
+# beyond 64 bits, or a value of another type, makes it fail, and each table's columns are then
+# built one by one, exactly (_values_by_column).
+_USUAL_SHAPE = pa.struct([("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
+                          ("ts", pa.int64()), ("dur", pa.int64())])
 
 
-def _base_columns(events, positions, warnings, timed=True, durations=False):
-    values = _base_values_in_usual_shape(events, timed)
-    if values is None:
-        values = _base_values_by_column(events, positions, timed, durations)
-    columns = {
-        "event_index": pa.array(positions, pa.int64()),
-        "name": values["name"],
-        "category": _categories(values["cat"]),
-        "pid": values["pid"],
-        "tid": values["tid"],
-        "args": _raw_text([e.args for e in events]),
-        "extra": _extra([e.unknown_fields for e in events], warnings),
-    }
-    if timed:
-        columns["ts_ns"] = values["ts"]
-    if durations:
-        missing = values["dur"].null_count
-        if missing:
-            warnings["X events without dur (kept with NULL dur_ns)"] += missing
-        columns["dur_ns"] = values["dur"]
-    return columns
-
-
-def _base_values_in_usual_shape(events, timed):
-    """{field: Arrow array} with ts and dur in ns and pid/tid as text, or None when an event
-    does not have the usual shape (or lacks a ts its table needs)."""
-    if not isinstance(events[0], IntegerTimeEvent):
+def _usual_columns(events):
+    """{ph, cat, name, ts_ns, dur_ns} of the whole chunk as Arrow arrays, or None when an
+    event does not have the usual shape."""
+    if not events or not isinstance(events[0], IntegerTimeEvent):
         return None  # times with fractions, which Arrow would truncate: the exact path
     try:
-        name, cat, ts, dur = pa.array([(e.name, e.cat, e.ts, e.dur) for e in events],
-                                      _USUAL_SHAPE).flatten()
-        if timed and ts.null_count:
-            return None  # the exact path names the event
-        return {"name": name, "cat": cat, "pid": _ids([e.pid for e in events]),
-                "tid": _ids([e.tid for e in events]), "ts": pc.multiply_checked(ts, 1000),
-                "dur": pc.multiply_checked(dur, 1000)}
+        ph, cat, name, ts, dur = pa.array([(e.ph, e.cat, e.name, e.ts, e.dur) for e in events],
+                                          _USUAL_SHAPE).flatten()
+        return {"ph": ph, "cat": cat, "name": name, "ts_ns": pc.multiply_checked(ts, 1000),
+                "dur_ns": pc.multiply_checked(dur, 1000)}
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         return None
 
 
-def _base_values_by_column(events, positions, timed, durations):
-    names, cats, pids, tids, stamps, durs = zip(*[(e.name, e.cat, e.pid, e.tid, e.ts, e.dur)
-                                                  for e in events])
+def _base_columns(group, warnings, ts_required=True, durations=False):
+    values = group.usual
+    if values is None or (ts_required and values["ts_ns"].null_count):
+        values = _values_by_column(group, ts_required)  # exact, and names an event without ts
+    events = group.events
+    columns = {
+        "event_index": group.positions,
+        "name": values["name"],
+        "category": _categories(values["cat"]),
+        "pid": _ids([e.pid for e in events]),
+        "tid": _ids([e.tid for e in events]),
+        "args": _raw_text([e.args for e in events]),
+        "extra": _extra([e.unknown_fields for e in events], warnings),
+        "ts_ns": values["ts_ns"],
+    }
+    if durations:
+        missing = values["dur_ns"].null_count
+        if missing:
+            warnings["X events without dur (kept with NULL dur_ns)"] += missing
+        columns["dur_ns"] = values["dur_ns"]
+    return columns
+
+
+def _values_by_column(group, ts_required):
+    names, cats, stamps, durs = zip(*[(e.name, e.cat, e.ts, e.dur) for e in group.events])
+    positions = group.positions.to_pylist()
     return {"name": pa.array(names, pa.string()), "cat": pa.array(cats, pa.string()),
-            "pid": _ids(pids), "tid": _ids(tids),
-            "ts": _ns(stamps, positions, "ts", required=True) if timed else None,
-            "dur": _ns(durs, positions, "dur", required=False) if durations else None}
+            "ts_ns": _ns(stamps, positions, "ts", required=ts_required),
+            "dur_ns": _ns(durs, positions, "dur", required=False)}
 
 
 def _decoded_args(events, struct_type):
@@ -408,8 +436,9 @@ def _name_ids(names):
     return pa.array(list(map(ids.__getitem__, names)), pa.int64())
 
 
-def _kernel_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings, durations=True)
+def _kernel_columns(group, warnings):
+    columns = _base_columns(group, warnings, durations=True)
+    events = group.events
     columns["name_id"] = _name_ids([e.name for e in events])
     args = _decoded_args(events, KernelArgs)
     columns["device"] = [
@@ -429,50 +458,48 @@ def _kernel_columns(events, positions, warnings):
     return columns
 
 
-def _cpu_op_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings, durations=True)
-    args = _decoded_args(events, CpuArgs)
+def _cpu_op_columns(group, warnings):
+    columns = _base_columns(group, warnings, durations=True)
+    args = _decoded_args(group.events, CpuArgs)
     columns.update(_arg_arrays(args, ("external_id", "external_id_old", "sequence_number")))
     return columns
 
 
-def _runtime_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings, durations=True)
-    args = _decoded_args(events, RuntimeArgs)
+def _runtime_columns(group, warnings):
+    columns = _base_columns(group, warnings, durations=True)
+    args = _decoded_args(group.events, RuntimeArgs)
     columns.update(_arg_arrays(args, ("correlation", "external_id", "external_id_old", "cbid")))
     return columns
 
 
-def _flow_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings)
+def _flow_columns(group, warnings):
+    columns = _base_columns(group, warnings)
+    events = group.events
     columns["ph"] = [e.ph for e in events]
     columns["id"] = _ids([e.id for e in events])
     columns["bp"] = [e.bp for e in events]
     return columns
 
 
-def _instant_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings)
-    columns["scope"] = [e.s for e in events]
+def _instant_columns(group, warnings):
+    columns = _base_columns(group, warnings)
+    columns["scope"] = [e.s for e in group.events]
     return columns
 
 
-def _metadata_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings, timed=False)
-    columns["ts_ns"] = _ns([e.ts for e in events], positions, "ts", required=False)
+def _metadata_columns(group, warnings):
+    return _base_columns(group, warnings, ts_required=False)
+
+
+def _other_columns(group, warnings):
+    columns = _base_columns(group, warnings, durations=True)
+    columns["ph"] = [e.ph for e in group.events]
+    columns["category"] = [e.cat for e in group.events]
     return columns
 
 
-def _other_columns(events, positions, warnings):
-    columns = _base_columns(events, positions, warnings, timed=False, durations=True)
-    columns["ts_ns"] = _ns([e.ts for e in events], positions, "ts", required=True)
-    columns["ph"] = [e.ph for e in events]
-    columns["category"] = [e.cat for e in events]
-    return columns
-
-
-def _plain_columns(events, positions, warnings):
-    return _base_columns(events, positions, warnings)
+def _plain_columns(group, warnings):
+    return _base_columns(group, warnings)
 
 
 _BUILDERS = {

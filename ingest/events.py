@@ -79,7 +79,8 @@ def check_duplicate_keys(data, events):
     if len(_REENCODER.encode(events)) == len(data):
         return
     for index, raw in enumerate(msgspec.json.decode(data, type=list[Raw])):
-        json.loads(bytes(raw), object_pairs_hook=lambda pairs, i=index: _unique(pairs, i))
+        text = bytes(raw).decode("utf-8", "surrogateescape")  # bad UTF-8 is refused later
+        json.loads(text, object_pairs_hook=lambda pairs, i=index: _unique(pairs, i))
 
 
 def _unique(pairs, index):

@@ -140,6 +140,7 @@ class EventGroup:
     """The events of a chunk that go to one table: the decoded events, their indexes in the
     file (int64 array) and, when the chunk has the usual shape, their `usual` columns."""
 
+    table: str
     events: list
     positions: pa.Array
     usual: dict | None
@@ -159,7 +160,7 @@ def _normalize_events(events, trace_id, first_event):
         ph, cat = usual["ph"], usual["cat"]
     tables = {}
     for name, positions in _positions_by_table(ph, cat, events, first_event, warnings):
-        group = EventGroup(list(map(events.__getitem__, positions.to_pylist())),
+        group = EventGroup(name, list(map(events.__getitem__, positions.to_pylist())),
                            pc.add(positions.cast(pa.int64()), first_event),
                            None if usual is None else {key: column.take(positions)
                                                        for key, column in usual.items()})
@@ -310,20 +311,54 @@ def _raw_text(raws):
     return text
 
 
-def _extra(unknowns, warnings):
-    missing = unknowns.count(None)
-    if missing == len(unknowns):
-        return pa.nulls(len(unknowns), pa.string())
-    warnings["events with fields tracewh does not model (kept in extra)"] += (
-        len(unknowns) - missing)
-    return pa.array([None if u is None else msgspec.json.encode(u).decode() for u in unknowns],
+# Event fields that tables keep in a column of their own. A table without the column keeps an
+# event's value of the field in `extra`, as it does keys Event does not know: a dur on an
+# instant, an id on a kernel. Tables have no ph column where routing implies the phase, but
+# instants take both 'i' and the older 'I': an 'I' is kept in extra too.
+_FIELD_COLUMNS = {"dur": "dur_ns", "id": "id", "bp": "bp", "s": "scope"}
+_UNMODELLED_FIELDS = {
+    table: tuple(field for field, column in _FIELD_COLUMNS.items()
+                 if column not in TABLES[table].schema.names)
+    for table in {*TABLE_OF_PHASE.values(), *TABLE_OF_CATEGORY.values(), "other_events"}
+}
+_INSTANT_PHASE = "i"
+_EXTRA_ENCODER = msgspec.json.Encoder(decimal_format="number")
+# Comprehensions, whose attribute reads the interpreter specialises: a few times faster than
+# attrgetter or getattr, and this runs over every event of a table.
+_FIELD_VALUES = {
+    "dur": lambda events: [e.dur for e in events],
+    "id": lambda events: [e.id for e in events],
+    "bp": lambda events: [e.bp for e in events],
+    "s": lambda events: [e.s for e in events],
+    "ph": lambda events: [None if e.ph == _INSTANT_PHASE else e.ph for e in events],
+}
+
+
+def _extra(group, warnings):
+    """JSON text of what each event holds beyond its table's columns, or NULL."""
+    events = group.events
+    kept = [e.unknown_fields for e in events]  # {key: raw JSON} or None
+    fields = _UNMODELLED_FIELDS[group.table] + (("ph",) if group.table == "instants" else ())
+    if group.usual is not None and group.usual["dur_ns"].null_count == len(events):
+        fields = tuple(field for field in fields if field != "dur")  # Arrow knows: none has one
+    for field in fields:
+        values = _FIELD_VALUES[field](events)
+        if values.count(None) < len(values):
+            for index, value in enumerate(values):
+                if value is not None:
+                    kept[index] = {**(kept[index] or {}), field: value}
+    missing = kept.count(None)
+    if missing == len(kept):
+        return pa.nulls(len(kept), pa.string())
+    warnings["events with fields tracewh does not model (kept in extra)"] += len(kept) - missing
+    return pa.array([None if k is None else _EXTRA_ENCODER.encode(k).decode() for k in kept],
                     pa.string())
 
 
-# The usual shape of ph, cat, name, ts and dur: converting the events' tuples of them to this
-# struct builds the columns of the whole chunk in one pass in C++. A time with a fraction or
-# beyond 64 bits, or a value of another type, makes it fail, and each table's columns are then
-# built one by one, exactly (_values_by_column).
+# The usual shape of an event's fields: converting the events' tuples of them to this struct
+# builds the columns of the whole chunk in one pass in C++. A time with a fraction or beyond
+# 64 bits, or a value of another type, makes it fail, and each table's columns are then built
+# one by one, exactly (_values_by_column).
 _USUAL_SHAPE = pa.struct([("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
                           ("ts", pa.int64()), ("dur", pa.int64())])
 
@@ -354,7 +389,7 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
         "pid": _ids([e.pid for e in events]),
         "tid": _ids([e.tid for e in events]),
         "args": _raw_text([e.args for e in events]),
-        "extra": _extra([e.unknown_fields for e in events], warnings),
+        "extra": _extra(group, warnings),
         "ts_ns": values["ts_ns"],
     }
     if durations:

@@ -1,7 +1,26 @@
-"""Independent pure-Python reference for the interval figures the SQL views compute."""
+"""Independent pure-Python references: the interval figures the SQL views compute, and where
+an event's keys are kept."""
 
+import json
 from decimal import Decimal
 from fractions import Fraction
+
+# Where each top-level key of an event is kept, by column; tables whose routing implies the
+# phase have no ph column; anything else must be in extra.
+COLUMN_OF_KEY = {"name": "name", "cat": "category", "pid": "pid", "tid": "tid", "ts": "ts_ns",
+                 "dur": "dur_ns", "id": "id", "bp": "bp", "s": "scope", "args": "args",
+                 "ph": "ph"}
+IMPLIED_PHASE = {"kernels": "X", "cpu_ops": "X", "runtime": "X", "counters": "C",
+                 "instants": "i", "metadata": "M"}
+EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
+                "other_events")
+
+
+def kept_keys(table, row):
+    """The keys of the input event that `row` of `table` keeps (a value in a column or extra)."""
+    keys = {key for key, column in COLUMN_OF_KEY.items() if row.get(column) is not None}
+    keys |= set(json.loads(row["extra"] or "{}"))
+    return keys | ({"ph"} if table in IMPLIED_PHASE else set())
 
 
 def union_length(intervals):

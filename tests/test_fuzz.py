@@ -5,6 +5,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from ingest.pipeline import IngestOptions, ingest_paths
 from warehouse.catalog import Catalog
 
 from .conftest import shared
+from .reference import EVENT_TABLES, kept_keys
 
 SOURCE = "hta/trace_file_list/inference_rank_1.json.gz"
 
@@ -42,6 +44,7 @@ def mutate(data, steps):
 
 
 def check_ingest(data, name="trace.json"):
+    """Ingest `data`; return the rows of each event table when it was ingested, else None."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / name
         path.write_bytes(data)
@@ -52,10 +55,13 @@ def check_ingest(data, name="trace.json"):
         if outcome.status == "failed":
             assert outcome.error.startswith(f"{path}: ") and "\n" not in outcome.error
             assert files == [] and catalog.entries() == []
-        else:
-            (entry,) = catalog.entries()
-            assert {str(Path(directory) / "wh" / p) for _, _, p in entry.files()} == \
-                {str(f) for f in files}
+            return None
+        (entry,) = catalog.entries()
+        assert {str(Path(directory) / "wh" / p) for _, _, p in entry.files()} == \
+            {str(f) for f in files}
+        return {table: [row for name, _, path in entry.files() if name == table
+                        for row in pq.read_table(Path(directory) / "wh" / path).to_pylist()]
+                for table in EVENT_TABLES}
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -77,4 +83,10 @@ events = st.dictionaries(
 @given(st.lists(events, max_size=6), st.booleans())
 def test_generated_events(event_list, bare):
     document = event_list if bare else {"traceEvents": event_list, "schemaVersion": 1}
-    check_ingest(json.dumps(document).encode())
+    tables = check_ingest(json.dumps(document).encode())
+    if tables is not None:  # every key with a value is kept, in a column or in extra
+        kept = {row["event_index"]: kept_keys(table, row)
+                for table, rows in tables.items() for row in rows}
+        assert sorted(kept) == list(range(len(event_list)))
+        for index, event in enumerate(event_list):
+            assert {k for k, v in event.items() if v is not None} <= kept[index] <= set(event)

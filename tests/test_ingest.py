@@ -16,7 +16,7 @@ from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHAS
 from ingest.summaries import merge
 
 from .conftest import EXAMPLES, load_reference, shared
-from .reference import union_length
+from .reference import EVENT_TABLES, kept_keys, union_length
 
 
 def reference_table(event):
@@ -240,6 +240,25 @@ def test_odd_events_are_kept_and_counted(tracewh, sql, tmp_path):
     assert trace["events"] == 5 and len(trace["warnings"]) == 4
 
 
+def test_no_field_of_any_event_is_dropped(tracewh, sql, tmp_path):
+    every_field = {"cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, "dur": 3, "id": 9,
+                   "bp": "e", "s": "t", "args": {"a": 1}}
+    events = [{**every_field, "ph": ph, **extra} for ph, extra in [
+        ("X", {"cat": "kernel"}), ("X", {"cat": "cpu_op"}), ("X", {"cat": "cuda_runtime"}),
+        ("X", {"cat": "brand_new"}), ("s", {}), ("f", {}), ("C", {}), ("i", {}), ("I", {}),
+        ("M", {}), ("Q", {})]]
+    path = tmp_path / "fields.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    tracewh("ingest", path, "--run", "fields")
+    kept = {row["event_index"]: (kept_keys(table, row), json.loads(row["extra"] or "{}"))
+            for table in EVENT_TABLES for row in sql(f"SELECT * FROM {table}")}
+    assert sorted(kept) == list(range(len(events)))
+    for index, event in enumerate(events):
+        assert kept[index][0] == set(event), (index, event, kept[index])
+    assert kept[8][1]["ph"] == "I" and "ph" not in kept[7][1]  # 'i' implied, 'I' kept
+    assert kept[0][1] == {"id": 9, "bp": "e", "s": "t"}  # a kernel's id, bp and s
+
+
 @pytest.mark.parametrize("content, problem", [
     ('[[1700000000, 1024], [1700000001, 2048]]', "event 0: not a trace event"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, "oops"]}', "event 1: not a trace event"),
@@ -256,6 +275,17 @@ def test_invalid_events_are_refused_whole(content, problem, tracewh, tmp_path, w
     assert result.output.startswith(f"error: {path}: {problem}")
     assert "Traceback" not in result.output
     assert not list(warehouse.glob("*/run=*"))
+
+
+def test_args_that_are_not_utf8_are_one_error(tracewh, tmp_path, warehouse):
+    # The escaped slash sends the duplicate-key check down its exact path, which once met the
+    # undecodable byte with a traceback.
+    path = tmp_path / "bad.json"
+    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a\\/b", "ts": 1, '
+                     b'"dur": 1, "args": {"x": "\xff"}}]}')
+    result = tracewh("ingest", path, "--run", "r", expect=2)
+    assert result.output.startswith(f"error: {path}: invalid text in event args")
+    assert "Traceback" not in result.output and not list(warehouse.glob("*/run=*"))
 
 
 def test_file_names_that_are_not_utf8(tracewh, sql, tmp_path):

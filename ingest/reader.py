@@ -65,8 +65,10 @@ class Chunk:
         """The array's bytes (or bytearray), read from `path` when the chunk is by reference."""
         if self.data is not None:
             return self.data
+        data = bytearray(self.length)  # read into it: one copy of the bytes, not two
         with open(path, "rb") as handle:
-            data = bytearray(os.pread(handle.fileno(), self.length, self.offset))
+            if os.preadv(handle.fileno(), [data], self.offset) != self.length:
+                raise TraceError(path, "cannot read: the file became shorter while it was read")
         data[0], data[-1] = 0x5B, 0x5D
         return data
 

@@ -380,7 +380,7 @@ def _usual_columns(events):
 def _base_columns(group, warnings, ts_required=True, durations=False):
     values = group.usual
     if values is None or (ts_required and values["ts_ns"].null_count):
-        values = _values_by_column(group, ts_required)  # exact, and names an event without ts
+        values = _values_by_column(group, ts_required, durations)  # exact; names a missing ts
     events = group.events
     columns = {
         "event_index": group.positions,
@@ -400,12 +400,14 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
     return columns
 
 
-def _values_by_column(group, ts_required):
+def _values_by_column(group, ts_required, durations):
+    """Like the usual columns, converted field by field and exactly. A dur is converted only
+    for tables with a dur_ns column (elsewhere it is kept in extra as it is)."""
     names, cats, stamps, durs = zip(*[(e.name, e.cat, e.ts, e.dur) for e in group.events])
     positions = group.positions.to_pylist()
     return {"name": pa.array(names, pa.string()), "cat": pa.array(cats, pa.string()),
             "ts_ns": _ns(stamps, positions, "ts", required=ts_required),
-            "dur_ns": _ns(durs, positions, "dur", required=False)}
+            "dur_ns": _ns(durs, positions, "dur", required=False) if durations else None}
 
 
 def _decoded_args(events, struct_type):

@@ -10,11 +10,12 @@ and an earlier one is tried. Each chunk is then decoded on its own, in parallel 
 several.
 
 That confirmation parses every byte a second time, in the one process that feeds all workers.
-So with `confirm_cuts=False` (what ingest tries first) a cut is taken unconfirmed and the chunk's events are
-counted as its `"ph"` keys; the worker that decodes the chunk checks both (`check_unconfirmed`):
-decoding fails on a cut inside a nested value or string (the text before it cannot close), and a
-`"ph"` in other places shows as a different count. Either raises UnconfirmedChunk, and the caller
-reads the file again with confirmed cuts, which also gives a malformed file its exact error.
+So with `confirm_cuts=False` (what ingest tries first) a cut is taken unconfirmed and the
+chunk's events are counted as its `"ph"` keys; the worker that decodes the chunk checks both
+(`check_unconfirmed`): decoding fails on a cut inside a nested value or string (the text before
+it cannot close), and a `"ph"` in other places shows as a different count. Either raises
+UnconfirmedChunk, and the caller reads the file again with confirmed cuts, which also gives a
+malformed file its exact error.
 
 Errors name the byte offset (in the decompressed JSON) where msgspec found the problem.
 """

@@ -277,6 +277,13 @@ def test_invalid_events_are_refused_whole(content, problem, tracewh, tmp_path, w
     assert not list(warehouse.glob("*/run=*"))
 
 
+def test_a_dur_beyond_range_where_no_table_wants_it_is_kept(tracewh, sql, tmp_path):
+    path = tmp_path / "odd.json"
+    path.write_text('{"traceEvents": [{"ph": "i", "name": "x", "ts": 5.5, "dur": 1e400}]}')
+    tracewh("ingest", path, "--run", "odd")
+    assert sql("SELECT ts_ns, extra FROM instants") == [{"ts_ns": 5500, "extra": '{"dur":1E+400}'}]
+
+
 def test_args_that_are_not_utf8_are_one_error(tracewh, tmp_path, warehouse):
     # The escaped slash sends the duplicate-key check down its exact path, which once met the
     # undecodable byte with a traceback.

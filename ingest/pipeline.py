@@ -53,7 +53,7 @@ class IngestOptions:
 @dataclass
 class IngestOutcome:
     path: str
-    status: str  # ingested, replaced, unchanged, failed
+    status: str  # ingested, replaced, unchanged, failed, skipped (after a failure, strict)
     run: str | None = None
     phase: str | None = None
     rank: int | None = None
@@ -129,35 +129,63 @@ def _started_pool(jobs):
 
 def ingest_paths(catalog, paths, options, on_done=None):
     """Ingest every path; return their outcomes in input order. `on_done(outcome)` is called
-    as each finishes (for progress). Stops at the first failure when `options.strict`."""
-    outcomes = []
+    as each finishes (for progress). With `options.strict`, the first failure stops the
+    rest: files not committed by then are `skipped`, and none of them is written."""
     if options.jobs > 1 and len(paths) > 1:
-        with concurrent.futures.ProcessPoolExecutor(options.jobs, mp_context=_mp_context()) as pool:
-            futures = [pool.submit(_ingest_one, catalog, path, options, None) for path in paths]
-            for future in futures:
-                outcome = future.result()
-                outcomes.append(outcome)
-                if on_done:
-                    on_done(outcome)
-                if options.strict and outcome.status == "failed":
-                    for rest in futures:
-                        rest.cancel()
-                    break
-        return outcomes
+        return _ingest_files_in_parallel(catalog, paths, options, on_done)
+    outcomes = []
     pool = None
     try:
         for path in paths:
+            if options.strict and any(o.status == "failed" for o in outcomes):
+                outcomes.append(IngestOutcome(printable(path), "skipped"))
+                continue
             if pool is None and options.jobs > 1 and os.path.getsize(path) > reader.BLOCK_SIZE:
                 pool = _started_pool(options.jobs)
-            outcome = _ingest_one(catalog, path, options, pool)
-            outcomes.append(outcome)
+            outcomes.append(_ingest_one(catalog, path, options, pool))
             if on_done:
-                on_done(outcome)
-            if options.strict and outcome.status == "failed":
-                break
+                on_done(outcomes[-1])
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+    return outcomes
+
+
+# In a worker of a parallel ingest of several files: set once a file has failed under strict,
+# so that files still running do not commit (see _ingest_files_in_parallel).
+_stop_committing = None
+
+
+def _share_stop_event(event):
+    global _stop_committing
+    _stop_committing = event
+
+
+def _commit_stopped():
+    return _stop_committing is not None and _stop_committing.is_set()
+
+
+def _ingest_files_in_parallel(catalog, paths, options, on_done):
+    """Each file whole in a worker, `jobs` at a time. Under strict, the first failure (in
+    time) cancels the files not started and tells the running ones not to commit."""
+    context = _mp_context()
+    stop = context.Event()
+    outcomes = [IngestOutcome(printable(path), "skipped") for path in paths]
+    with concurrent.futures.ProcessPoolExecutor(options.jobs, mp_context=context,
+                                                initializer=_share_stop_event,
+                                                initargs=(stop,)) as pool:
+        futures = {pool.submit(_ingest_one, catalog, path, options, None): index
+                   for index, path in enumerate(paths)}
+        for future in concurrent.futures.as_completed(futures):
+            if future.cancelled():
+                continue
+            outcome = outcomes[futures[future]] = future.result()
+            if on_done:
+                on_done(outcome)
+            if options.strict and outcome.status == "failed":
+                stop.set()
+                for rest in futures:
+                    rest.cancel()
     return outcomes
 
 
@@ -257,6 +285,8 @@ def ingest_file(catalog, path, options, staging, pool=None):
                        parts=dict(parts), events=events, bytes=size,
                        interval_rules=interval_rules,
                        source_path=printable(os.path.abspath(path)), tags=options.tags)
+    if _commit_stopped():  # another file failed under strict while this one was read
+        return IngestOutcome(printable(path), "skipped")
     result = catalog.commit(entry, staging, replace=options.replace,
                             before_publish=stage_trace_row)
     return IngestOutcome(printable(path), result.status, run, phase, rank, events, size,

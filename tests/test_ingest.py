@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 import shutil
 from collections import Counter
 
@@ -210,7 +211,31 @@ def test_strict_stops_at_the_first_failure(tracewh, sql, tmp_path):
     bad.write_text("not json")
     good = tmp_path / "b.json"
     shutil.copy(shared("hta/call_stack/backward_thread.json"), good)
-    tracewh("ingest", bad, good, "--run", "r", "--strict", "--jobs", "1", expect=2)
+    result = tracewh("ingest", bad, good, "--run", "r", "--strict", "--jobs", "1", expect=2)
+    assert "1 file skipped: --strict stops at the first failure" in result.output
+    assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == 0
+
+
+def test_strict_in_parallel_writes_only_what_it_reports(tracewh, sql, tmp_path):
+    """Files still running when another fails do not commit, and every file is either
+    reported ingested or skipped."""
+    bad = tmp_path / "a.json"
+    bad.write_text("not json")
+    ranks = sorted(EXAMPLES.glob("*.json*"))
+    result = tracewh("ingest", bad, *ranks, "--run", "r", "--strict", "--jobs", "2", expect=2)
+    ingested = re.search(r"run r: (\d+) files? ingested", result.output)
+    ingested = int(ingested.group(1)) if ingested else 0
+    skipped = re.search(r"(\d+) files? skipped", result.output)
+    assert skipped and ingested + int(skipped.group(1)) == len(ranks)
+    assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == ingested
+
+
+def test_strict_in_parallel_does_not_commit_a_file_still_running(tracewh, sql, tmp_path):
+    bad = tmp_path / "a.json"
+    bad.write_text("not json")
+    slow = shared("deepseek-profile-data/train.json")  # ~0.4 s to ingest; bad fails at once
+    result = tracewh("ingest", bad, slow, "--run", "r", "--strict", "--jobs", "2", expect=2)
+    assert "1 file skipped" in result.output and "ingested" not in result.output
     assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == 0
 
 

@@ -60,14 +60,18 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
 
 
 def _report_ingest(outcomes):
-    """Print a line per failed or unchanged file and a summary per run; return #failures."""
+    """Print a line per failed or unchanged file, a summary per run and the count of files
+    skipped after a failure (--strict); return #failures."""
     by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "seconds": 0.0,
                                   "unchanged": 0})
-    failed = 0
+    failed = skipped = 0
     for outcome in outcomes:
         if outcome.status == "failed":
             failed += 1
             click.echo(f"error: {outcome.error}", err=True)
+            continue
+        if outcome.status == "skipped":
+            skipped += 1
             continue
         summary = by_run[outcome.run]
         if outcome.status == "unchanged":
@@ -90,4 +94,7 @@ def _report_ingest(outcomes):
     if failed:
         click.echo(f"{failed} file{'s' if failed != 1 else ''} failed; nothing was written "
                    "for them", err=True)
+    if skipped:
+        click.echo(f"{skipped} file{'s' if skipped != 1 else ''} skipped: --strict stops at "
+                   "the first failure; nothing was written for them", err=True)
     return failed

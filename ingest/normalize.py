@@ -377,6 +377,21 @@ def _usual_columns(events):
         return None
 
 
+def _args_text(group):
+    """The events' args as text; an event whose args are not UTF-8 is named."""
+    raws = [e.args for e in group.events]
+    try:
+        return _raw_text(raws)
+    except pa.ArrowInvalid:
+        for index, raw in enumerate(raws):
+            try:
+                bytes(raw or b"").decode("utf-8")
+            except UnicodeDecodeError:
+                raise EventProblem(group.positions[index].as_py(),
+                                   "args are not valid UTF-8 text") from None
+        raise
+
+
 def _base_columns(group, warnings, ts_required=True, durations=False):
     values = group.usual
     if values is None or (ts_required and values["ts_ns"].null_count):
@@ -388,7 +403,7 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
         "category": _categories(values["cat"]),
         "pid": _ids([e.pid for e in events]),
         "tid": _ids([e.tid for e in events]),
-        "args": _raw_text([e.args for e in events]),
+        "args": _args_text(group),
         "extra": _extra(group, warnings),
         "ts_ns": values["ts_ns"],
     }

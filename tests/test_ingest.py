@@ -313,10 +313,11 @@ def test_args_that_are_not_utf8_are_one_error(tracewh, tmp_path, warehouse):
     # The escaped slash sends the duplicate-key check down its exact path, which once met the
     # undecodable byte with a traceback.
     path = tmp_path / "bad.json"
-    path.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a\\/b", "ts": 1, '
-                     b'"dur": 1, "args": {"x": "\xff"}}]}')
+    path.write_bytes(b'{"traceEvents": [{"ph": "i", "name": "i", "ts": 1}, {"ph": "X", '
+                     b'"cat": "kernel", "name": "k", "ts": 1, "dur": 1}, {"ph": "X", "cat": '
+                     b'"kernel", "name": "a\\/b", "ts": 1, "dur": 1, "args": {"x": "\xff"}}]}')
     result = tracewh("ingest", path, "--run", "r", expect=2)
-    assert result.output.startswith(f"error: {path}: invalid text in event args")
+    assert result.output.startswith(f"error: {path}: event 2: args are not valid UTF-8 text")
     assert "Traceback" not in result.output and not list(warehouse.glob("*/run=*"))
 
 

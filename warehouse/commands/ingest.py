@@ -27,7 +27,8 @@ from ..names import check_name, parse_tag
               show_default=True, help="Worker processes.")
 @click.option("--replace", is_flag=True,
               help="Replace what the run/phase/rank already holds.")
-@click.option("--strict", is_flag=True, help="Stop at the first file that fails.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first file that fails: files not committed by then are skipped.")
 @click.option("--keep-secrets", is_flag=True,
               help="Do not redact metadata values that look like secrets.")
 @click.pass_obj

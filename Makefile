@@ -1,8 +1,9 @@
-# tracewh: `make demo` and `make test` work on a fresh machine (Python 3.10+ with venv).
+# tracewh: `make demo` and `make test` work on a fresh machine (Python 3.11+ with venv).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEMO_WAREHOUSE := warehouse
+# The demo's own warehouse: not ./warehouse, which in this repository is the package's source.
+DEMO_WAREHOUSE := demo-warehouse
 
 .PHONY: install demo test bench clean
 
@@ -32,4 +33,4 @@ bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE)

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from warehouse.names import check_name, sanitise_name
+from warehouse.names import check_name, check_phase, sanitise_name
 
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -21,7 +21,7 @@ def resolve_run(option, path):
 def resolve_phase(option, path):
     """--phase, else a known phase word in the file name, else 'unknown'."""
     if option is not None:
-        return check_name("phase", option)
+        return check_phase(option)
     words = {w.lower() for w in _WORDS.findall(Path(path).name)}
     for phase in KNOWN_PHASES:
         if phase in words:

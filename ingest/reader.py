@@ -173,6 +173,10 @@ class TraceReader:
             self._fail("empty file: no JSON in it")
         first = self._buf[start : start + 1]
         if first == b"[":
+            if self._buf[self._skip_whitespace(start + 1):][:1] == b"[":
+                self._fail("not a trace: a JSON array of arrays, not of events; it looks like a "
+                           "PyTorch memory timeline (export_memory_timeline): ingest the trace "
+                           "that export_chrome_trace or on_trace_ready writes", start)
             return start + 1
         if first != b"{":
             self._fail(f"not a JSON trace: starts with {self._buf[start:start + 16]!r}", 0)

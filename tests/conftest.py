@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -11,14 +12,20 @@ from click.testing import CliRunner
 from warehouse.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "traces"
+# TRACEWH_TEST_SHARED moves ../shared (a test checks that the suite collects without it).
+SHARED = Path(os.environ.get("TRACEWH_TEST_SHARED") or ROOT.parent / "shared") / "traces"
 EXAMPLES = ROOT / "examples" / "dlrm-8rank"
 DATA = Path(__file__).resolve().parent / "data"
 
 
 def shared(relative):
-    """A trace from ../shared/traces; the test is skipped when it is not there."""
-    path = SHARED / relative
+    """A trace from ../shared/traces; the test is skipped when it is not there. Call it inside
+    a test, not at collection (parametrize with `SHARED / relative` and `require` it)."""
+    return require(SHARED / relative)
+
+
+def require(path):
+    """`path`, or skip the test when it does not exist (a trace of ../shared)."""
     if not path.exists():
         pytest.skip(f"{path} is not available")
     return path

@@ -11,7 +11,10 @@ import time
 
 import pytest
 
+from click.testing import CliRunner
+
 from warehouse.catalog import Catalog
+from warehouse.cli import cli
 
 from .conftest import EXAMPLES, ROOT, shared
 
@@ -70,9 +73,30 @@ def test_runs_and_tables(tracewh, dlrm0):
     assert tracewh("tables", "nope", expect=2).output.startswith("error: no table")
 
 
-def test_empty_warehouse_queries(tracewh):
+def test_empty_warehouse_queries(tracewh, warehouse):
+    warehouse.mkdir()
     assert json.loads(tracewh("query", "--format", "json",
                               "SELECT count(*) AS n FROM overlap").stdout) == [{"n": 0}]
+
+
+@pytest.mark.parametrize("command", [["query", "SELECT 1"], ["runs"], ["trend", "overlap_ratio"],
+                                     ["diff", "a", "b"]])
+def test_read_commands_refuse_a_missing_warehouse(tracewh, warehouse, command):
+    result = tracewh(*command, expect=2)
+    assert result.output == (f"error: no warehouse at {warehouse}: the directory does not exist "
+                             "(ingest traces into it first, or pass --warehouse DIR)\n")
+    assert not warehouse.exists()
+
+
+def test_a_source_tree_is_not_a_warehouse(tmp_path):
+    """./warehouse is the package's source in this repository: neither read nor written."""
+    result = CliRunner().invoke(cli, ["--warehouse", str(ROOT / "warehouse"), "query", "SELECT 1"])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {ROOT / 'warehouse'} is not a tracewh warehouse")
+    result = CliRunner().invoke(cli, ["--warehouse", str(ROOT / "warehouse"), "ingest",
+                                      str(DLRM0), "--run", "r"])
+    assert result.exit_code == 2 and "is not a tracewh warehouse" in result.output
+    assert not (ROOT / "warehouse" / "_tracewh").exists()
 
 
 def test_secrets_are_redacted(tracewh, sql, tmp_path):
@@ -142,6 +166,7 @@ def test_queries_during_ingests_see_whole_traces(tmp_path):
     """While ranks are being ingested, every query sees each committed trace whole: its rows in
     every table add up to its event count, never a table at a time."""
     warehouse = tmp_path / "wh"
+    warehouse.mkdir()  # an empty warehouse, readable before the ingest's first commit
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ingest = subprocess.Popen([sys.executable, "-m", "warehouse.cli_main", "--warehouse",
                                str(warehouse), "ingest", str(EXAMPLES), "--run", "live",
@@ -173,5 +198,67 @@ def test_a_query_whose_files_were_replaced_retries_on_a_new_snapshot(tracewh, wa
     real_connect = query.connect
     monkeypatch.setattr(query, "connect",
                         lambda *args: next(connections, None) or real_connect(*args))
-    columns, rows = query.query_warehouse(warehouse, "SELECT count(*) FROM cpu_ops")
+    ((_, rows),) = query.query_warehouse(warehouse, "SELECT count(*) FROM cpu_ops")
     assert rows == [(5,)]
+
+
+def test_query_reads_sql_from_stdin(warehouse, dlrm0):
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query", "--format", "json",
+                                      "-"], input="SELECT count(*) AS n FROM kernels")
+    assert result.exit_code == 0 and json.loads(result.stdout) == [{"n": 261}]
+
+
+def test_every_statement_prints_its_result(tracewh, dlrm0):
+    table = tracewh("query", "SELECT 1 AS one; SELECT count(*) AS kernels FROM kernels").stdout
+    assert table.split("\n\n") == ["one\n---\n  1\n(1 row)", "kernels\n-------\n    261\n(1 row)\n"]
+    result = tracewh("query", "--format", "json", "SELECT 1 AS one; SELECT 2 AS two")
+    assert json.loads(result.stdout) == [{"two": 2}]
+    assert "note: 2 statements returned rows; json holds one result: the last" in result.stderr
+
+
+def test_max_rows_cuts_a_table_and_counts_the_rest(tracewh, dlrm0):
+    lines = tracewh("query", "--max-rows", "5", "SELECT ts_ns FROM kernels").stdout.splitlines()
+    assert len(lines) == 2 + 5 + 1
+    assert lines[-1] == ("(261 rows, the first 5 shown: --max-rows 0 shows all, --format or "
+                         "--out writes all)")
+    assert len(tracewh("query", "--format", "csv", "--max-rows", "5",
+                       "SELECT ts_ns FROM kernels").stdout.splitlines()) == 262
+
+
+def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
+    """On a real terminal (a pty) a big result is cut; through a pipe it is whole."""
+    import pty
+    command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(warehouse), "query",
+               "SELECT ts_ns FROM kernels"]
+    if not os.path.exists(command[0]):
+        command[0:1] = [sys.executable, "-m", "warehouse.cli_main"]
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(command, stdout=follower, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait()
+    lines = b"".join(chunks).decode().splitlines()
+    assert len(lines) == 2 + 40 + 1 and lines[-1].startswith("(261 rows, the first 40 shown")
+    piped = subprocess.run(command, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.splitlines()
+    assert len(piped) == 2 + 261 + 1 and piped[-1] == "(261 rows)"
+
+
+def test_doubles_print_plainly_in_tables_and_exactly_in_csv(tracewh, dlrm0):
+    sql = "SELECT 12345678.9 :: DOUBLE AS big, 0.000000123456 :: DOUBLE AS tiny, 1 AS n"
+    assert tracewh("query", sql).stdout.splitlines()[2].split() == ["12350000", "0.0000001235",
+                                                                   "1"]
+    assert tracewh("query", "--format", "csv", sql).stdout.splitlines()[1] == \
+        "12345678.9,1.23456e-07,1"
+    ratio = tracewh("query", "--format", "csv",
+                    "SELECT overlap_ratio FROM overlap").stdout.splitlines()[1]
+    assert float(ratio) == 261000 / 5798000 and ratio == repr(261000 / 5798000)

@@ -285,7 +285,10 @@ def test_no_field_of_any_event_is_dropped(tracewh, sql, tmp_path):
 
 
 @pytest.mark.parametrize("content, problem", [
-    ('[[1700000000, 1024], [1700000001, 2048]]', "event 0: not a trace event"),
+    ('[[1700000000, 1700000001], [[1024, 0], [2048, 0]]]',
+     "not a trace: a JSON array of arrays, not of events; it looks like a PyTorch memory "
+     "timeline"),
+    ('[1700000000, 1024]', "event 0: not a trace event"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, "oops"]}', "event 1: not a trace event"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ts": 2, "name": "no ph"}]}',
      "event 1: event has no ph"),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from warehouse.query import library, transpile
 
-from .conftest import EXAMPLES, load_reference, shared
+from .conftest import EXAMPLES, SHARED, load_reference, require, shared
 from .reference import (gpu_intervals, intersection_length, overlap_from_trace, overlap_of,
                         union_length)
 
@@ -64,11 +64,12 @@ def test_dlrm_overlap_per_rank_matches_reference(tracewh, sql):
 
 @pytest.mark.parametrize("second", [
     EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",  # same moments: merged
-    shared("hta/nccl_parser_config/nccl_data.json.gz"),  # another day: lengths summed
+    SHARED / "hta/nccl_parser_config/nccl_data.json.gz",  # another day: lengths summed
 ])
 def test_several_captures_of_one_rank_count_time_once(second, tracewh, sql):
     """A rank's figures are the union over all its captures: the per-trace lengths measured at
     ingest are summed only when the captures do not overlap in time."""
+    require(second)
     first = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
     for path in (first, second):
         tracewh("ingest", path, "--run", "caps", "--phase", "train", "--rank", "0")

@@ -87,6 +87,21 @@ class Catalog:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def check_readable(self):
+        """Refuse to read a directory that does not exist or is not a warehouse: a mistyped
+        --warehouse would otherwise answer every query with no rows."""
+        if not self.root.is_dir():
+            raise WarehouseError(f"no warehouse at {self.root}: the directory does not exist "
+                                 "(ingest traces into it first, or pass --warehouse DIR)")
+        self.check_writable()
+
+    def check_writable(self):
+        """Refuse to write into a directory that holds other things (a source tree, say): a
+        warehouse is a new or empty directory, or one with the catalog's state in it."""
+        if self.root.is_dir() and not self.state.is_dir() and any(self.root.iterdir()):
+            raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
+                                 f"and no {STATE_DIR}/ (pass --warehouse DIR)")
+
     def entries(self):
         """The committed traces, in commit order. An absent warehouse has none."""
         path = self.state / MANIFEST

@@ -20,6 +20,12 @@ def check_name(kind, value):
     return value
 
 
+def check_phase(value):
+    """A phase name, case-folded: `Train` and `train` are one phase (file names give lower-case
+    words, users type either)."""
+    return check_name("phase", value.lower() if isinstance(value, str) else value)
+
+
 def sanitise_name(value, fallback):
     """Turn a default taken from a path (a directory name) into a safe name."""
     cleaned = _UNSAFE_CHARS.sub("_", value).strip("._-")[:128]

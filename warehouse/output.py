@@ -1,8 +1,10 @@
 """Rendering result rows as a terminal table, CSV, JSON or Markdown.
 
-JSON keeps integers as integers (nanoseconds are never turned into floats); the terminal table
-right-aligns numbers, shortens long cells with an ellipsis and drops columns that do not fit the
-terminal's width, saying so.
+JSON keeps integers as integers (nanoseconds are never turned into floats) and CSV and JSON keep
+every digit of a double; the terminal table and Markdown show doubles to four significant
+digits in plain notation (no exponent beside integer columns). The terminal table right-aligns
+numbers, shortens long cells with an ellipsis, can stop after a number of rows, and drops columns
+that do not fit the terminal's width, saying what it left out.
 """
 
 import csv
@@ -10,6 +12,7 @@ import datetime
 import decimal
 import io
 import json
+import math
 import shutil
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -24,13 +27,16 @@ def json_default(value):
     return str(value)
 
 
-def _cell(value):
+def _cell(value, exact=False):
+    """A value as text; doubles to four significant digits, or every digit when `exact`."""
     if value is None:
         return ""
     if isinstance(value, float):
         if value.is_integer() and abs(value) < 2**53:
             return str(int(value))  # a whole number of ns stored as a double
-        return f"{value:.4g}"
+        if exact or not math.isfinite(value):
+            return repr(value)
+        return format(decimal.Decimal(f"{value:.4g}"), "f")  # 1.234e+07 -> 12340000
     if isinstance(value, (list, dict)):
         return json.dumps(value, default=json_default)
     return str(value)
@@ -40,7 +46,9 @@ def _numeric(value):
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def render(columns, rows, fmt="table", width=None):
+def render(columns, rows, fmt="table", width=None, max_rows=0):
+    """The rows as text in `fmt`. A table shows at most `max_rows` rows (0: all) and says how
+    many it left out; the other formats always hold every row."""
     if fmt == "json":
         return json.dumps([dict(zip(columns, row)) for row in rows], indent=2,
                           default=json_default) + "\n"
@@ -48,11 +56,11 @@ def render(columns, rows, fmt="table", width=None):
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([[_cell(v) for v in row] for row in rows])
+        writer.writerows([[_cell(v, exact=True) for v in row] for row in rows])
         return buffer.getvalue()
     if fmt == "markdown":
         return _markdown(columns, rows)
-    return _table(columns, rows, width or shutil.get_terminal_size((120, 24)).columns)
+    return _table(columns, rows, width or shutil.get_terminal_size((120, 24)).columns, max_rows)
 
 
 def _markdown(columns, rows):
@@ -71,7 +79,10 @@ def _shorten(text):
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
-def _table(columns, rows, width):
+def _table(columns, rows, width, max_rows=0):
+    total = len(rows)
+    if max_rows and total > max_rows:
+        rows = rows[:max_rows]
     cells = [[_shorten(_cell(v)) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     shown, used = [], 0
@@ -90,7 +101,10 @@ def _table(columns, rows, width):
     out = [line(list(columns)), line(["-" * w for w in widths])]
     out += [line(row) for row in cells]
     hidden = len(columns) - len(shown)
-    footer = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
+    footer = f"({total:,} row{'s' if total != 1 else ''}"
+    if total > len(rows):
+        footer += (f", the first {len(rows):,} shown: --max-rows 0 shows all, --format or --out "
+                   "writes all")
     if hidden:
         footer += f"; {hidden} more column{'s' if hidden != 1 else ''} not shown: use --format"
     out.append(footer + ")")

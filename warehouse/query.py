@@ -97,7 +97,9 @@ def _transpile_statements(sql_text, dialect):
 
 def connect(root, rules_file=None):
     """An in-memory DuckDB connection with every table and library view defined."""
-    entries, files = Catalog(root).snapshot()
+    catalog = Catalog(root)
+    catalog.check_readable()
+    entries, files = catalog.snapshot()
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output
     for table in TABLES.values():
@@ -140,17 +142,28 @@ def _live_modules():
 
 def check_read_only(connection, sql):
     """Refuse statements that write, copy out, attach, install or change settings."""
+    for statement in _statements(connection, sql):
+        kind = statement.type.name
+        if kind not in READ_ONLY_STATEMENTS:
+            raise QueryError(f"{kind} statements are refused: queries are read-only "
+                             "(use --allow-write to run them)")
+
+
+def _statements(connection, sql):
     try:
         statements = connection.extract_statements(sql)
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None
     if not statements:
         raise QueryError("no SQL statement given")
-    for statement in statements:
-        kind = statement.type.name
-        if kind not in READ_ONLY_STATEMENTS:
-            raise QueryError(f"{kind} statements are refused: queries are read-only "
-                             "(use --allow-write to run them)")
+    return statements
+
+
+def _result(relation):
+    """(column names, rows) of an executed statement; none for one that returns no rows."""
+    if not relation.description:
+        return [], []
+    return [d[0] for d in relation.description], relation.fetchall()
 
 
 def run_query(connection, sql, allow_write=False, params=None):
@@ -158,23 +171,35 @@ def run_query(connection, sql, allow_write=False, params=None):
     if not allow_write:
         check_read_only(connection, sql)
     try:
-        relation = connection.execute(sql, params) if params else connection.execute(sql)
-        columns = [d[0] for d in relation.description or []]
-        rows = relation.fetchall() if relation.description else []
+        return _result(connection.execute(sql, params) if params else connection.execute(sql))
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None
-    return columns, rows
+
+
+def run_statements(connection, sql, allow_write=False):
+    """Execute every statement of `sql`; return the (column names, rows) of each one that
+    returns rows, in order (or the single empty result of statements that return none)."""
+    if not allow_write:
+        check_read_only(connection, sql)
+    results = []
+    try:
+        for statement in _statements(connection, sql):
+            results.append(_result(connection.execute(statement)))
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from None
+    return [result for result in results if result[0]] or results[-1:]
 
 
 def query_warehouse(root, sql, rules_file=None, allow_write=False):
-    """Connect and run `sql`. A file that vanished under the query (a concurrent --replace
-    removes the files it retires) means the snapshot is stale: take a new one, once."""
+    """Connect and run every statement of `sql`: a list of (columns, rows). A file that
+    vanished under the query (a concurrent --replace removes the files it retires) means the
+    snapshot is stale: take a new one, once."""
     try:
-        return run_query(connect(root, rules_file), sql, allow_write=allow_write)
+        return run_statements(connect(root, rules_file), sql, allow_write=allow_write)
     except QueryError as error:
         if "No files found" not in str(error) and "No such file" not in str(error):
             raise
-    return run_query(connect(root, rules_file), sql, allow_write=allow_write)
+    return run_statements(connect(root, rules_file), sql, allow_write=allow_write)
 
 
 def _one_line(error):

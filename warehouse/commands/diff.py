@@ -6,13 +6,13 @@ import click
 
 from ..diff import KEYS, DiffOptions, diff_runs, render_diff
 from ..query import connect
-from .options import RULES_OPTION, echo
+from .options import RULES_OPTION, echo, phase_option
 
 
 @click.command()
 @click.argument("base")
 @click.argument("new")
-@click.option("--phase", help="Compare this phase only.")
+@phase_option("Compare this phase only (case does not matter).")
 @click.option("--rank", type=click.IntRange(min=0), help="Compare this rank only.")
 @click.option("--threshold", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Percent a kernel's total time (or a metric) must move to count; for "

@@ -11,13 +11,14 @@ from ingest.pipeline import IngestOptions, ingest_paths
 from ingest.sources import expand_inputs
 
 from ..names import check_name, parse_tag
+from .options import phase_option
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--run", help="Run name [default: the input's directory name].")
-@click.option("--phase", help="Phase: train, prefill, decode... [default: from the file name, "
-                              "else unknown].")
+@phase_option("Phase: train, prefill, decode... (stored lower-case) [default: a phase word "
+              "of the file name, else unknown].")
 @click.option("--rank", type=click.IntRange(min=0),
               help="Rank [default: distributedInfo.rank, else a number in the file name "
                    "(rank-3, worker3), else 0].")
@@ -46,9 +47,10 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     """
     options = IngestOptions(
         run=check_name("run", run) if run is not None else None,
-        phase=check_name("phase", phase) if phase is not None else None,
+        phase=phase,
         rank=rank, tags=dict(parse_tag(t) for t in tags), replace=replace, strict=strict,
         keep_secrets=keep_secrets, jobs=jobs)
+    catalog.check_writable()
     files = expand_inputs(paths)
     keep_freed_memory()
     show_bar = sys.stderr.isatty() and len(files) > 1

@@ -3,6 +3,7 @@
 import click
 
 from .. import output
+from ..names import check_phase
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
                              default="table", show_default=True, help="Output format.")
@@ -11,6 +12,15 @@ RULES_OPTION = click.option(
     "--rules", type=click.Path(exists=True, dir_okay=False),
     help="TOML file of kernel classification rules, tried before the defaults "
          "(see sql/kernel_rules.toml).")
+
+
+def _checked_phase(_ctx, _param, value):
+    return None if value is None else check_phase(value)
+
+
+def phase_option(help_text):
+    """--phase, case-folded and checked like the phases stored at ingest."""
+    return click.option("--phase", help=help_text, callback=_checked_phase)
 
 
 def echo(text, out_path=None):

@@ -1,31 +1,56 @@
 """`tracewh query` and `tracewh runs`: SQL over the warehouse."""
 
+import sys
+
 import click
 
 from .. import output
 from ..query import query_warehouse
 from .options import FORMAT_OPTION, RULES_OPTION, echo
 
+# Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
+TERMINAL_ROWS = 40
+
 
 @click.command()
 @click.argument("sql")
 @FORMAT_OPTION
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the result to this file instead of stdout.")
+              help="Write the result to this file instead of stdout (every row).")
+@click.option("--max-rows", type=click.IntRange(min=0),
+              help=f"Rows of a table to print; the rest are counted, not shown; 0 prints all. "
+                   f"[default: {TERMINAL_ROWS} on a terminal, else all; csv, json, markdown "
+                   f"and --out always hold every row]")
 @click.option("--allow-write", is_flag=True,
               help="Allow statements other than SELECT (COPY, ATTACH, INSTALL, SET...).")
 @RULES_OPTION
 @click.pass_obj
-def query(catalog, sql, fmt, out_path, allow_write, rules):
+def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
     """Run SQL over every table and view; print the result.
+
+    SQL is one or more statements; `-` reads them from stdin. A table (or Markdown) shows the
+    result of every statement; csv and json hold one result, the last statement's.
 
     \b
     Examples:
       tracewh query "SELECT run, rank, count(*) FROM kernels GROUP BY ALL"
       tracewh query --format json "SELECT * FROM overlap" > overlap.json
+      tracewh query - < report.sql
     """
-    columns, rows = query_warehouse(catalog.root, sql, rules, allow_write=allow_write)
-    echo(output.render(columns, rows, fmt), out_path)
+    if sql == "-":
+        sql = sys.stdin.read()
+    results = query_warehouse(catalog.root, sql, rules, allow_write=allow_write)
+    if max_rows is None:
+        max_rows = TERMINAL_ROWS if out_path is None and sys.stdout.isatty() else 0
+    if fmt in ("table", "markdown"):
+        text = "\n".join(output.render(columns, rows, fmt, max_rows=max_rows)
+                         for columns, rows in results)
+    else:
+        if len(results) > 1:
+            click.echo(f"note: {len(results)} statements returned rows; {fmt} holds one "
+                       "result: the last statement's", err=True)
+        text = output.render(*results[-1], fmt)
+    echo(text, out_path)
 
 
 @click.command()
@@ -33,5 +58,5 @@ def query(catalog, sql, fmt, out_path, allow_write, rules):
 @click.pass_obj
 def runs(catalog, fmt):
     """List the runs: phases, ranks, files, events and tags."""
-    columns, rows = query_warehouse(catalog.root, "SELECT * FROM runs ORDER BY first_seq")
+    ((columns, rows),) = query_warehouse(catalog.root, "SELECT * FROM runs ORDER BY first_seq")
     echo(output.render(columns, rows, fmt))

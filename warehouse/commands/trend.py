@@ -6,7 +6,7 @@ from .. import output
 from ..diff import trend
 from ..names import parse_tag
 from ..query import connect
-from .options import FORMAT_OPTION, echo
+from .options import FORMAT_OPTION, echo, phase_option
 
 
 @click.command(name="trend")
@@ -16,7 +16,7 @@ from .options import FORMAT_OPTION, echo
 @click.option("--order-by-tag", metavar="KEY",
               help="Order runs by this tag's value (a nightly date, say) instead of ingest "
                    "order.")
-@click.option("--phase", help="This phase only.")
+@phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
 @click.pass_obj
 def trend_command(catalog, metric, last, tag, order_by_tag, phase, fmt):

@@ -8,7 +8,8 @@
 -- matched by full name, every phase and rank. key_by is 'name', 'short_name' (runs on other
 -- builds or hardware) or 'class'; phase and rank may be NULL (all). When both runs have the
 -- same number of ranks, count and total are sums over ranks; otherwise per-rank medians (a
--- rank without the kernel counts as 0). mean/p50/p90 are over all the kernel's executions.
+-- rank without the kernel counts as 0; a kernel whose median count is 0 on both sides, run
+-- by few ranks, is left out). mean/p50/p90 are over all the kernel's executions.
 --
 -- Columns:
 --   name                     the kernel (or short name, or class, per key_by)
@@ -111,6 +112,7 @@ SELECT name, class, base_count, new_count, base_total_ns, new_total_ns,
          ELSE 'unchanged'
        END AS status
 FROM joined
+WHERE base_count > 0 OR new_count > 0
 ORDER BY abs(new_total_ns - base_total_ns) DESC, name;
 
 CREATE OR REPLACE MACRO run_diff(base, new) AS TABLE

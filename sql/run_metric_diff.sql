@@ -1,6 +1,7 @@
 -- Metric-level difference between two runs (table macro behind `tracewh diff`'s metrics):
--- each metric of `run_metrics` per phase and rank, or, when the runs have different numbers
--- of ranks, the per-phase median over ranks (rank NULL).
+-- each metric of `run_metrics` per phase and rank, or, when the runs do not have the same
+-- ranks (8 ranks against 64, or rank 3 against rank 1), the per-phase median over ranks (rank
+-- NULL).
 --
 --   SELECT * FROM run_metric_diff_with(base, new, threshold_pct, min_ns, phase, rank)
 --
@@ -14,7 +15,8 @@
 --   base_value, new_value
 --   delta                new_value - base_value
 --   delta_pct            delta / base_value * 100 (NULL when base is 0 or missing)
---   status               regressed, improved, unchanged, or missing (absent on a side)
+--   status               regressed, improved or unchanged; added (only in new) or removed
+--                        (only in base)
 CREATE OR REPLACE MACRO run_metric_diff_with(base, new, threshold_pct, min_ns, phase_filter,
                                              rank_filter) AS TABLE
 WITH chosen AS (
@@ -24,11 +26,18 @@ WITH chosen AS (
     AND (phase_filter IS NULL OR phase = phase_filter)
     AND (rank_filter IS NULL OR rank = rank_filter)
 ),
-same_ranks AS (
-  SELECT count(DISTINCT CASE WHEN run = base THEN rank END)
-           = count(DISTINCT CASE WHEN run = new THEN rank END) AS same
+side_ranks AS (
+  SELECT DISTINCT run, rank
   FROM traces
   WHERE run IN (base, new)
+    AND (phase_filter IS NULL OR phase = phase_filter)
+    AND (rank_filter IS NULL OR rank = rank_filter)
+),
+same_ranks AS (
+  -- every rank of either run is a rank of both
+  SELECT count(DISTINCT rank) = count(DISTINCT CASE WHEN run = base THEN rank END)
+     AND count(DISTINCT rank) = count(DISTINCT CASE WHEN run = new THEN rank END) AS same
+  FROM side_ranks
 ),
 grouped AS (
   SELECT side, phase, CASE WHEN (SELECT same FROM same_ranks) THEN rank END AS rank, metric,
@@ -48,7 +57,8 @@ SELECT phase, rank, metric, base_value, new_value,
        CASE WHEN base_value <> 0 THEN 100.0 * (new_value - base_value) / base_value END
          AS delta_pct,
        CASE
-         WHEN base_value IS NULL OR new_value IS NULL THEN 'missing'
+         WHEN base_value IS NULL THEN 'added'
+         WHEN new_value IS NULL THEN 'removed'
          WHEN metric = 'overlap_ratio' THEN
            CASE WHEN base_value - new_value > threshold_pct / 100.0 THEN 'regressed'
                 WHEN new_value - base_value > threshold_pct / 100.0 THEN 'improved'

@@ -1,6 +1,8 @@
 """Cross-run diffs and trends on real traces: the nightly regression gate."""
 
+import csv
 import gzip
+import io
 import json
 
 import pytest
@@ -105,10 +107,10 @@ def test_by_class_and_different_rank_counts(tracewh):
     assert {m["rank"] for m in report["metrics"]} == {None}
 
 
-def test_unknown_run_lists_known_runs(tracewh):
+def test_unknown_run_points_to_the_runs_command(tracewh):
     tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
     result = tracewh("diff", "base", "nope", expect=2)
-    assert result.output == "error: unknown run 'nope'; known runs: base\n"
+    assert result.output == "error: unknown run 'nope' (`tracewh runs` lists the 1 run)\n"
 
 
 def test_markdown_report(tracewh, tmp_path):
@@ -133,3 +135,95 @@ def test_trend_over_tagged_runs(tracewh, tmp_path):
                               "json").stdout)
     assert [r["run"] for r in last] == ["nightly-2026-11-28"]  # ingest order: the last one
     assert tracewh("trend", "bogus", expect=2).output.startswith("error: unknown metric")
+
+
+STATUSES = {"added", "removed", "regressed", "improved", "unchanged"}
+WORKER1 = EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz"
+WORKER3 = EXAMPLES / "worker3_step_12.1694128201557.pt.trace.json.gz"
+
+
+def test_runs_of_other_ranks_compare_medians_not_missing_rows(tracewh, sql):
+    """Rank 3 against rank 1: the metrics are compared (rank NULL), none is 'missing'."""
+    tracewh("ingest", WORKER3, "--run", "a", "--phase", "train")
+    tracewh("ingest", WORKER1, "--run", "b", "--phase", "train")
+    report = diff_json(tracewh, "a", "b")
+    overlap = {r["run"]: r for r in sql("SELECT * FROM overlap")}
+    metrics = {m["metric"]: m for m in report["metrics"]}
+    assert set(metrics) == {"overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns"}
+    assert {m["rank"] for m in report["metrics"]} == {None}
+    assert {m["status"] for m in report["metrics"]} <= STATUSES
+    assert (metrics["exposed_comm_ns"]["base_value"], metrics["exposed_comm_ns"]["new_value"]) \
+        == (overlap["a"]["exposed_comm_ns"], overlap["b"]["exposed_comm_ns"]) == (9450000, 11056000)
+    assert metrics["exposed_comm_ns"]["status"] == "regressed"
+    assert report["summary"]["regressed_metrics"] == 1
+
+
+def test_metrics_only_on_one_side_are_added_or_removed(tracewh):
+    tracewh("ingest", WORKER0, "--run", "a", "--phase", "train")
+    tracewh("ingest", WORKER0, "--run", "b", "--phase", "train")
+    tracewh("ingest", WORKER1, "--run", "b", "--phase", "eval")
+    report = diff_json(tracewh, "a", "b")
+    statuses = {(m["phase"], m["status"]) for m in report["metrics"]}
+    assert statuses == {("train", "unchanged"), ("eval", "added")}
+    assert {k["status"] for k in diff_json(tracewh, "b", "a")["kernels"]} <= STATUSES
+
+
+def test_a_rank_or_phase_a_run_lacks_is_an_error(tracewh):
+    tracewh("ingest", WORKER3, "--run", "a", "--phase", "train")
+    tracewh("ingest", WORKER1, "--run", "b", "--phase", "train")
+    result = tracewh("diff", "a", "b", "--rank", "3", expect=2)
+    assert result.output == "error: run 'b' has no rank 3 (its ranks: 1)\n"
+    result = tracewh("diff", "a", "b", "--phase", "decode", expect=2)
+    assert result.output == "error: run 'a' has no phase 'decode'\n"
+
+
+def test_kernels_of_few_ranks_with_median_zero_on_both_sides_are_left_out(tracewh):
+    """Eight ranks against one: per-rank medians; a kernel that runs on fewer than half the
+    ranks has median 0 and would show as 'removed' 0 -> 0."""
+    tracewh("ingest", EXAMPLES, "--run", "all", "--phase", "train")
+    tracewh("ingest", WORKER0, "--run", "one", "--phase", "train")
+    kernels = diff_json(tracewh, "all", "one")["kernels"]
+    assert kernels and not [k for k in kernels if k["base_count"] == 0 == k["new_count"]]
+    assert not [k for k in kernels if k["base_total_ns"] == 0 == k["new_total_ns"]
+                and k["status"] in ("added", "removed")]
+
+
+def test_diff_csv_holds_every_kernel_and_metric(tracewh, tmp_path):
+    tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
+    tracewh("ingest", variant(tmp_path, "slow", slower_sgemm), "--run", "new", "--phase",
+            "train")
+    report = diff_json(tracewh, "base", "new", expect=0)
+    rows = list(csv.DictReader(io.StringIO(tracewh("diff", "base", "new", "--format", "csv")
+                                           .stdout)))
+    assert len(rows) == len(report["kernels"]) + len(report["metrics"])
+    (slow,) = [r for r in rows if r["status"] == "regressed" and r["kind"] == "kernel"]
+    assert (slow["name"], slow["base_value"], slow["new_value"], slow["delta"]) == \
+        (next(k["name"] for k in report["kernels"] if k["status"] == "regressed"), "47000",
+         "58750", "11750")
+    assert {r["kind"] for r in rows} == {"kernel", "metric"}
+
+
+def test_unknown_run_suggests_close_names(tracewh):
+    for run in ("nightly-2026-11-28", "nightly-2026-11-29", "weekly"):
+        tracewh("ingest", WORKER0, "--run", run, "--phase", "train")
+    result = tracewh("diff", "nightly-2026-11-28", "nightly-2026-11-30", expect=2)
+    assert result.output == ("error: unknown run 'nightly-2026-11-30'; did you mean "
+                             "'nightly-2026-11-29', 'nightly-2026-11-28'? (`tracewh runs` lists "
+                             "the 3 runs)\n")
+
+
+def test_phase_names_are_case_folded(tracewh, sql):
+    tracewh("ingest", WORKER0, "--run", "a", "--phase", "Train")
+    tracewh("ingest", WORKER0, "--run", "b", "--phase", "train")
+    assert sql("SELECT DISTINCT phase FROM traces") == [{"phase": "train"}]
+    assert diff_json(tracewh, "a", "b", "--phase", "TRAIN")["phase"] == "train"
+    assert [r[1] for r in (line.split() for line in tracewh(
+        "trend", "overlap_ratio", "--phase", "TRAIN").stdout.splitlines()[2:4])] == \
+        ["train", "train"]
+
+
+def test_trend_of_an_unknown_kernel_says_so(tracewh):
+    tracewh("ingest", WORKER0, "--run", "a", "--phase", "train")
+    result = tracewh("trend", "kernel:volta_sgemm_128x32", expect=2)
+    assert result.output.startswith("error: no kernel named 'volta_sgemm_128x32' in any run "
+                                    "(by full or short name); did you mean 'volta_sgemm_128x32_")

@@ -4,6 +4,7 @@ metric over many runs). The figures come from the SQL library (`run_diff_with`,
 contract and renders the report.
 """
 
+import difflib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -32,11 +33,45 @@ def known_runs(connection):
 
 
 def check_runs(connection, *runs):
+    """Refuse a run the warehouse does not hold, suggesting close names rather than listing
+    what may be thousands of runs."""
     known = known_runs(connection)
     for run in runs:
-        if run not in known:
-            listing = ", ".join(known) if known else "none: the warehouse is empty"
-            raise UsageError(f"unknown run {run!r}; known runs: {listing}")
+        if run in known:
+            continue
+        if not known:
+            raise UsageError(f"unknown run {run!r}: the warehouse is empty")
+        close = difflib.get_close_matches(run, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UsageError(f"unknown run {run!r}{hint} (`tracewh runs` lists the {len(known)} "
+                         f"run{'s' if len(known) != 1 else ''})")
+
+
+def _check_scope(connection, runs, phase, rank):
+    """Refuse --phase or --rank where a run has no such phase or rank: comparing against
+    nothing would report every kernel removed (or added) and no regression."""
+    for run in runs:
+        phases, ranks = connection.execute(
+            "SELECT list(DISTINCT phase ORDER BY phase), list(DISTINCT rank ORDER BY rank) "
+            "FROM traces WHERE run = ? AND (? IS NULL OR phase = ?)",
+            [run, phase, phase]).fetchone()
+        if phase is not None and not phases:
+            raise UsageError(f"run {run!r} has no phase {phase!r}")
+        if rank is not None and rank not in ranks:
+            where = f" in phase {phase!r}" if phase is not None else ""
+            raise UsageError(f"run {run!r} has no rank {rank}{where} (its ranks: "
+                             f"{_ranges(ranks)})")
+
+
+def _ranges(numbers):
+    """0-7, 9 for [0, 1, ..., 7, 9]."""
+    groups = []
+    for number in numbers:
+        if groups and number == groups[-1][1] + 1:
+            groups[-1][1] = number
+        else:
+            groups.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in groups)
 
 
 def _records(columns, rows):
@@ -48,6 +83,7 @@ def diff_runs(connection, base, new, options):
     check_runs(connection, base, new)
     if base == new:
         raise UsageError("base and new are the same run")
+    _check_scope(connection, (base, new), options.phase, options.rank)
     kernels = _records(*run_query(
         connection, "SELECT * FROM run_diff_with(?, ?, ?, ?, ?, ?, ?)",
         params=[base, new, options.threshold_pct, options.min_ns, options.by, options.phase,
@@ -100,9 +136,27 @@ def _summary_line(report):
             f"noise floor {report['thresholds']['min_ns']} ns, by {report['by']})")
 
 
+# --format csv: one table, a row per kernel and per metric (`kind` says which); for kernels,
+# base_value and new_value are total ns.
+_CSV_COLUMNS = ("kind", "status", "name", "class", "phase", "rank", "base_value", "new_value",
+                "delta", "delta_pct", "base_count", "new_count")
+
+
+def _csv_rows(report):
+    kernels = [["kernel", k["status"], k["name"], k["class"], None, None, k["base_total_ns"],
+                k["new_total_ns"], k["delta_ns"], k["delta_pct"], k["base_count"],
+                k["new_count"]] for k in report["kernels"]]
+    metrics = [["metric", m["status"], m["metric"], None, m["phase"], m["rank"],
+                m["base_value"], m["new_value"], m["delta"], m["delta_pct"], None, None]
+               for m in report["metrics"]]
+    return kernels + metrics
+
+
 def render_diff(report, fmt):
     if fmt == "json":
         return json.dumps(report, indent=2, default=output.json_default) + "\n"
+    if fmt == "csv":
+        return output.render(_CSV_COLUMNS, _csv_rows(report), "csv")
     changed = [k for k in report["kernels"] if k["status"] != "unchanged"]
     moved = [m for m in report["metrics"] if m["status"] != "unchanged"]
     if fmt == "markdown":
@@ -168,6 +222,8 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         {where}
         ORDER BY {order}, p.phase"""
     columns, rows = run_query(connection, sql, params=params)
+    if not rows and metric.startswith("kernel:"):
+        _check_kernel(connection, metric[len("kernel:"):])
     if last is not None:
         keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
         rows = [row for row in rows if row[0] in keep]
@@ -176,3 +232,17 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
 
 def _tag_path(key):
     return '$."' + key.replace('"', "") + '"'
+
+
+def _check_kernel(connection, name):
+    """Refuse a kernel name that no run has (by full or short name), with close short names."""
+    (found,) = connection.execute("SELECT count(*) FROM kernel_name_classes "
+                                  "WHERE name = ? OR short_name = ?", [name, name]).fetchone()
+    if found:
+        return
+    names = [row[0] for row in connection.execute(
+        "SELECT DISTINCT short_name FROM kernel_name_classes WHERE short_name IS NOT NULL")
+        .fetchall()]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    raise UsageError(f"no kernel named {name!r} in any run (by full or short name){hint}")

@@ -22,9 +22,10 @@ from .options import RULES_OPTION, echo, phase_option
 @click.option("--by", type=click.Choice(KEYS), default="name", show_default=True,
               help="Match kernels by full name, by short name (other builds, other hardware) "
                    "or compare classes.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]),
-              default="table", show_default=True, help="json is the contract for scripts; "
-                                                       "markdown reads well in a PR comment.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]),
+              default="table", show_default=True,
+              help="json is the contract for scripts; markdown reads well in a PR comment; csv "
+                   "is one row per kernel and metric (column kind), every row.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a kernel or a metric regressed.")
 @RULES_OPTION
@@ -35,9 +36,10 @@ def diff(catalog, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_re
 
     Per kernel: count, total, mean, p50, p90 on both sides, delta and a status (added,
     removed, regressed, improved, unchanged). Per phase and rank: overlap_ratio,
-    exposed_comm_ns, step_time_ns and gpu_idle_ns. Runs with different numbers of ranks are
-    compared by per-rank medians. Exit status: 0 no regression (or no --fail-on-regression),
-    1 a regression, 2 a usage or input error.
+    exposed_comm_ns, step_time_ns and gpu_idle_ns, with the same statuses. Runs that do not
+    have the same ranks are compared by per-rank medians. Exit status: 0 no regression (or no
+    --fail-on-regression), 1 a regression, 2 a usage or input error (an unknown run, or a
+    --phase or --rank that a run does not have).
 
     \b
     Nightly gate:

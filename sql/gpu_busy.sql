@@ -7,7 +7,9 @@
 --   busy_ns            length of the union of kernel, memcpy, memset and sync intervals, ns
 --   first_ns           start of the first activity, ns
 --   last_ns            end of the last activity, ns
+--   span_ns            first to last activity within each capture group, summed: captures
+--                      taken at different times do not count the time between them, ns
 CREATE OR REPLACE VIEW gpu_busy AS
-SELECT run, phase, rank, busy_ns, first_ns, last_ns
+SELECT run, phase, rank, busy_ns, first_ns, last_ns, span_ns
 FROM rank_gpu_time
 WHERE first_ns IS NOT NULL;

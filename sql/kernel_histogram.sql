@@ -1,6 +1,7 @@
 -- Duration histogram per run, phase, rank, category and kernel name, in log2 buckets:
 -- bucket b holds durations d with 2^b <= d < 2^(b+1) ns; zero durations have bucket -1
 -- (lower 0, upper 1). Summing `kernels` over a kernel's buckets gives its number of kernels.
+-- GPU work only, as in kernel_stats: gpu_user_annotation ranges are left out.
 --
 -- Columns:
 --   run, phase, rank, category, name, class   as in kernel_stats
@@ -14,7 +15,7 @@ WITH guessed AS (
   SELECT run, phase, rank, category, name, class, dur_ns,
          CASE WHEN dur_ns > 0 THEN CAST(floor(log2(dur_ns)) AS BIGINT) ELSE -1 END AS guess
   FROM kernel_classes
-  WHERE dur_ns IS NOT NULL
+  WHERE dur_ns IS NOT NULL AND category <> 'gpu_user_annotation'
 ),
 bucketed AS (
   -- floor(log2(d)) in floating point can be one off next to a power of two: correct it.

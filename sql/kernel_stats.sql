@@ -1,11 +1,14 @@
--- Kernel statistics per run, phase, rank, category and full name, over all GPU activity:
--- which kernels dominate and how their durations spread. Exact: every kernel counts (no
--- sampling, no top-N cut before aggregating). Kernels are grouped on their 64-bit name_id
+-- Kernel statistics per run, phase, rank, category and full name, over all GPU work: which
+-- kernels dominate and how their durations spread. Exact: every kernel counts (no sampling, no
+-- top-N cut before aggregating). gpu_user_annotation ranges are not here: they are windows
+-- marked on a stream, not work (a ProfilerStep range would rank as the top "kernel" and its
+-- busy_share exceed 1); `gpu_annotation_stats` has them. Kernels are grouped on their 64-bit name_id
 -- and named afterwards from `kernel_name_classes`, so millions of long names are not compared.
 --
 -- Columns:
 --   run, phase, rank   partition
---   category           kernel, gpu_memcpy, gpu_memset, gpu_user_annotation, cuda_sync
+--   category           kernel, gpu_memcpy, gpu_memset, cuda_sync (and vendors' kernel
+--                      categories, such as mtia_ccp_events)
 --   name               full kernel name
 --   short_name         name without template arguments and parameters
 --   class              communication, computation, memory, sync or other
@@ -14,7 +17,8 @@
 --   mean_ns            mean duration, ns (a fraction)
 --   min_ns, max_ns     shortest and longest duration, ns
 --   p50_ns, p90_ns, p99_ns   duration percentiles (nearest rank: an actual duration), ns
---   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns)
+--   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns): at most 1 but
+--                      for kernels of one name that run at once on several streams
 CREATE OR REPLACE VIEW kernel_stats AS
 WITH stats AS (
   SELECT run, phase, rank, category, coalesce(name_id, 0) AS name_key,
@@ -27,6 +31,7 @@ WITH stats AS (
          percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns,
          percentile_disc(0.99) WITHIN GROUP (ORDER BY dur_ns) AS p99_ns
   FROM kernels
+  WHERE category <> 'gpu_user_annotation'
   GROUP BY run, phase, rank, category, coalesce(name_id, 0)
 )
 SELECT s.run, s.phase, s.rank, s.category, n.name, n.short_name,

@@ -13,6 +13,9 @@
 --   busy_ns              length of the union of GPU activity but gpu_user_annotation, ns
 --   first_ns, last_ns    start of the first and end of the last such activity, ns (NULL
 --                        when the rank has none)
+--   span_ns              time from first to last activity within each capture group
+--                        (`capture_spans`), summed over groups: the gaps between captures
+--                        taken at different times are left out, ns
 --   comm_ns              length of the union of communication kernels, ns
 --   compute_ns           length of the union of computation kernels, ns
 --   overlap_ns           length of their intersection, ns
@@ -89,8 +92,18 @@ merged AS (
   FROM ordered
   GROUP BY run, phase, rank
 ),
+group_spans AS (
+  SELECT run, phase, rank, capture_group, max(last_ns) - min(first_ns) AS span_ns
+  FROM capture_spans
+  GROUP BY run, phase, rank, capture_group
+),
+rank_spans AS (
+  SELECT run, phase, rank, CAST(sum(span_ns) AS BIGINT) AS span_ns
+  FROM group_spans
+  GROUP BY run, phase, rank
+),
 chosen AS (
-  SELECT p.run, p.phase, p.rank, p.first_ns, p.last_ns,
+  SELECT p.run, p.phase, p.rank, p.first_ns, p.last_ns, s.span_ns,
          CASE WHEN p.overlapping THEN m.busy_ns ELSE p.busy_ns END AS busy_ns,
          CASE WHEN p.overlapping OR NOT p.classes_stored THEN coalesce(m.comm_ns, 0)
               ELSE p.comm_ns END AS comm_ns,
@@ -100,7 +113,8 @@ chosen AS (
               ELSE p.comm_or_compute_ns END AS comm_or_compute_ns
   FROM plan AS p
   LEFT JOIN merged AS m ON m.run = p.run AND m.phase = p.phase AND m.rank = p.rank
+  LEFT JOIN rank_spans AS s ON s.run = p.run AND s.phase = p.phase AND s.rank = p.rank
 )
-SELECT run, phase, rank, busy_ns, first_ns, last_ns, comm_ns, compute_ns,
+SELECT run, phase, rank, busy_ns, first_ns, last_ns, span_ns, comm_ns, compute_ns,
        comm_ns + compute_ns - comm_or_compute_ns AS overlap_ns
 FROM chosen;

@@ -1,6 +1,7 @@
 -- Skew across ranks per run and phase: for each class and each kernel, the total time on every
 -- rank, and the min, median and max over ranks with the slowest rank. Finds stragglers and
--- expert-parallel load imbalance.
+-- expert-parallel load imbalance. GPU work only: gpu_user_annotation ranges are windows, not
+-- kernels.
 --
 -- Columns:
 --   run, phase         partition
@@ -14,14 +15,17 @@
 --   slowest_rank       the rank with the largest total (lowest rank on ties)
 --   max_over_median    max_ns / median_ns
 CREATE OR REPLACE VIEW rank_skew AS
-WITH per_rank AS (
+WITH work AS (
+  SELECT * FROM kernel_classes WHERE category <> 'gpu_user_annotation'
+),
+per_rank AS (
   SELECT run, phase, rank, 'class' AS level, class, CAST(NULL AS VARCHAR) AS name,
          CAST(sum(dur_ns) AS BIGINT) AS total_ns
-  FROM kernel_classes
+  FROM work
   GROUP BY run, phase, rank, class
   UNION ALL
   SELECT run, phase, rank, 'kernel', min(class), name, CAST(sum(dur_ns) AS BIGINT)
-  FROM kernel_classes
+  FROM work
   GROUP BY run, phase, rank, name
 ),
 ranked AS (

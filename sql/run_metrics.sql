@@ -6,7 +6,8 @@
 --   exposed_comm_ns   communication not hidden under computation, ns; lower is better
 --   step_time_ns      median duration of the rank's ProfilerStep#N spans, ns; lower is better
 --   gpu_idle_ns       time the GPU was idle between its first and last activity (all
---                     streams pooled), ns; lower is better
+--                     streams pooled) within each capture group (gpu_busy.span_ns - busy_ns:
+--                     never the time between captures), ns; lower is better
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -25,5 +26,5 @@ FROM cpu_ops
 WHERE name LIKE 'ProfilerStep#%' AND dur_ns IS NOT NULL
 GROUP BY run, phase, rank
 UNION ALL
-SELECT run, phase, rank, 'gpu_idle_ns', CAST(last_ns - first_ns - busy_ns AS DOUBLE)
+SELECT run, phase, rank, 'gpu_idle_ns', CAST(span_ns - busy_ns AS DOUBLE)
 FROM gpu_busy;

@@ -110,3 +110,50 @@ def overlap_of(sets):
 def overlap_from_trace(document):
     """(comm_ns, compute_ns, overlap_ns) of one trace, all streams pooled."""
     return overlap_of(gpu_intervals(document))
+
+
+def capture_groups(spans):
+    """Indexes of `spans` ((first, last) per capture) grouped where the spans overlap in time,
+    by sorting and extending a group while the next span starts within its reach."""
+    groups, reach = [], None
+    for index in sorted(range(len(spans)), key=lambda i: spans[i]):
+        first, last = spans[index]
+        if reach is None or first > reach:
+            groups.append([])
+            reach = last
+        groups[-1].append(index)
+        reach = max(reach, last)
+    return groups
+
+
+def idle_reference(documents):
+    """GPU idle time of one rank's captures, measured within each group of captures that
+    overlap in time: (pooled idle ns, {stream: (span ns, idle ns)})."""
+    busy = [gpu_intervals(document)["busy"] for document in documents]
+    groups = capture_groups([(min(s for s, _ in b), max(e for _, e in b)) for b in busy])
+    pooled = 0
+    streams = {}
+    for group in groups:
+        intervals = [interval for index in group for interval in busy[index]]
+        pooled += max(e for _, e in intervals) - min(s for s, _ in intervals) \
+            - union_length(intervals)
+        by_stream = {}
+        for index in group:
+            for stream, interval in stream_intervals(documents[index]):
+                by_stream.setdefault(stream, []).append(interval)
+        for stream, own in by_stream.items():
+            span = max(e for _, e in own) - min(s for s, _ in own)
+            total_span, total_idle = streams.get(stream, (0, 0))
+            streams[stream] = (total_span + span, total_idle + span - union_length(own))
+    return pooled, streams
+
+
+def stream_intervals(document):
+    """(stream, (start_ns, end_ns)) of a trace's GPU work (as in gpu_intervals' busy)."""
+    base = int(document.get("baseTimeNanoseconds", 0))
+    for event in document["traceEvents"]:
+        category = event.get("cat", "").lower()
+        if event.get("ph") != "X" or category not in GPU_WORK or "dur" not in event:
+            continue
+        start = base + ns(event["ts"])
+        yield event.get("args", {}).get("stream", event.get("tid")), (start, start + ns(event["dur"]))

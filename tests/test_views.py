@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from warehouse.query import library, transpile
 
 from .conftest import EXAMPLES, SHARED, load_reference, require, shared
-from .reference import (gpu_intervals, intersection_length, overlap_from_trace, overlap_of,
-                        union_length)
+from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,
+                        overlap_from_trace, overlap_of, union_length)
 
 OVERLAP_TRACES = [
     "deepseek-profile-data/train.json",
@@ -124,6 +124,46 @@ def test_gpu_idle_is_span_minus_busy(tracewh, sql):
         assert row["host_wait_ns"] + row["kernel_wait_ns"] + row["other_idle_ns"] == row["idle_ns"]
 
 
+@pytest.mark.parametrize("second", [
+    EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",  # same moments: one group
+    SHARED / "hta/nccl_parser_config/nccl_data.json.gz",  # 248 days later: two groups
+])
+def test_idle_time_is_measured_within_captures_never_between(second, tracewh, sql):
+    """A rank captured twice, months apart: the months between are not GPU idle time."""
+    require(second)
+    first = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+    for path in (first, second):
+        tracewh("ingest", path, "--run", "caps", "--phase", "train", "--rank", "0")
+    pooled, streams = idle_reference([load_reference(first), load_reference(second)])
+    (metric,) = sql("SELECT value FROM run_metrics WHERE metric = 'gpu_idle_ns'")
+    assert metric["value"] == pooled < 2 * 10**9
+    rows = {r["stream"]: r for r in sql("SELECT * FROM gpu_idle")}
+    assert {stream: (r["span_ns"], r["idle_ns"]) for stream, r in rows.items()} == streams
+    (busy,) = sql("SELECT busy_ns, span_ns FROM gpu_busy")
+    assert busy["span_ns"] - busy["busy_ns"] == pooled
+
+
+def test_gpu_annotations_are_windows_not_kernels(tracewh, sql):
+    """gpu_user_annotation ranges (Optimizer.step...) stay out of kernel rankings and busy
+    shares, and have their own statistics."""
+    path = shared("hta/with_gpu_user_annotation/step_based_trace_2543932.json.gz")
+    tracewh("ingest", path, "--run", "ann")
+    ranges = {}
+    for event in load_reference(path)["traceEvents"]:
+        if event.get("cat") == "gpu_user_annotation":
+            ranges.setdefault(event["name"], []).append(int(event["dur"] * 1000))
+    assert len(ranges) == 2
+    stats = {r["name"]: r for r in sql("SELECT * FROM gpu_annotation_stats")}
+    assert {name: (r["count"], r["total_ns"], r["max_ns"]) for name, r in stats.items()} == \
+        {name: (len(d), sum(d), max(d)) for name, d in ranges.items()}
+    kernel_rows = sql("SELECT category, name, busy_share FROM kernel_stats")
+    assert not [r for r in kernel_rows if r["category"] == "gpu_user_annotation"]
+    assert 0 < max(r["busy_share"] for r in kernel_rows) <= 1
+    for view in ("rank_skew", "kernel_histogram"):
+        names = {r["name"] for r in sql(f"SELECT DISTINCT name FROM {view}")}
+        assert names and not names & set(ranges), view
+
+
 def test_launch_latency_and_rank_skew(tracewh, sql):
     tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
     (summary,) = sql("SELECT * FROM launch_latency_summary WHERE rank = 0")
@@ -180,6 +220,7 @@ def test_rank_gpu_time_matches_reference(captures, offsets):
     connection.execute("CREATE TABLE gpu_intervals (run VARCHAR, phase VARCHAR, rank INT, "
                        "trace_id VARCHAR, kind VARCHAR, start_ns BIGINT, end_ns BIGINT)")
     everything = {"communication": [], "computation": [], "busy": []}
+    spans = []
     for number, (capture, offset) in enumerate(zip(captures, offsets)):
         sets = {"communication": [], "computation": [], "busy": []}
         for start, duration, kind in capture:
@@ -192,17 +233,20 @@ def test_rank_gpu_time_matches_reference(captures, offsets):
         for kind, intervals in sets.items():
             everything[kind] += intervals
         both = sets["communication"] + sets["computation"]
+        spans.append((min(sets["busy"])[0], max(b for _, b in sets["busy"])))
         connection.execute(
             "INSERT INTO gpu_time VALUES ('r', 'p', 0, ?, ?, ?, ?, ?, ?, ?)",
             (str(number), min(sets["busy"])[0], max(b for _, b in sets["busy"]),
              union_length(sets["busy"]), union_length(sets["communication"]),
              union_length(sets["computation"]), union_length(both)))
-    for view in ("rank_class_intervals", "trace_class_time", "rank_gpu_time"):
+    for view in ("rank_class_intervals", "trace_class_time", "capture_spans", "rank_gpu_time"):
         connection.execute(library()[view][1])
-    result = connection.execute("SELECT busy_ns, comm_ns, compute_ns, overlap_ns "
+    result = connection.execute("SELECT busy_ns, comm_ns, compute_ns, overlap_ns, span_ns "
                                 "FROM rank_gpu_time").fetchall()
     comm, compute, overlap = overlap_of(everything)
-    assert result == [(union_length(everything["busy"]), comm, compute, overlap)]
+    span = sum(max(spans[i][1] for i in group) - min(spans[i][0] for i in group)
+               for group in capture_groups(spans))
+    assert result == [(union_length(everything["busy"]), comm, compute, overlap, span)]
 
 
 @pytest.mark.parametrize("dialect", ["spark", "trino"])

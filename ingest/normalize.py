@@ -38,12 +38,20 @@ LEGACY_CATEGORIES = {
     "Operator": "cpu_op",
 }
 
+# Other vendors' accelerators (Kineto's ActivityType names): MTIA device activity is kernels,
+# and the MTIA, Intel XPU and PrivateUse1 backends' runtime/driver calls are runtime calls.
 TABLE_OF_CATEGORY = {
     "kernel": "kernels",
     "gpu_memcpy": "kernels",
     "gpu_memset": "kernels",
     "gpu_user_annotation": "kernels",
     "cuda_sync": "kernels",
+    "mtia_ccp_events": "kernels",
+    "mtia_runtime": "runtime",
+    "xpu_runtime": "runtime",
+    "xpu_driver": "runtime",
+    "privateuse1_runtime": "runtime",
+    "privateuse1_driver": "runtime",
     "cpu_op": "cpu_ops",
     "python_function": "cpu_ops",
     "user_annotation": "cpu_ops",

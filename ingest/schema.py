@@ -67,7 +67,8 @@ _RAW = (
 TABLES = {
     t.name: t
     for t in (
-        Table("kernels", "GPU activity: kernels, memcpy, memset, GPU-side user annotations, sync",
+        Table("kernels", "GPU activity: kernels, memcpy, memset, GPU-side user annotations, sync "
+                         "(and MTIA device activity, mtia_ccp_events)",
               _IDENTITY + _NAMED + (
                   _c("name_id", I64, "64-bit hash of name (first 8 bytes of its BLAKE2b), a "
                      "compact join key for per-name tables"),
@@ -95,7 +96,8 @@ TABLES = {
                   _c("external_id", I64, "External id linking to GPU activity"),
                   _c("sequence_number", I64, "autograd sequence number"),
               ) + _RAW),
-        Table("runtime", "CUDA/HIP runtime and driver calls (cuda_runtime, cuda_driver)",
+        Table("runtime", "CUDA/HIP runtime and driver calls (cuda_runtime, cuda_driver; MTIA, XPU "
+                         "and PrivateUse1 runtime and driver calls too)",
               _IDENTITY + _NAMED + _TIMES + _THREAD + (
                   _c("correlation", I64, "correlation id linking to the GPU activity it launched"),
                   _c("external_id", I64, "External id linking to the CPU op"),

@@ -7,11 +7,11 @@
 --   launch_name        cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel, cudaMemcpyAsync...
 --   launch_tid         CPU thread of the call
 --   launch_ts_ns       start of the call, ns
---   name, category, class, stream   the GPU activity
+--   name, short_name, category, class, stream   the GPU activity
 --   ts_ns              its start on the GPU, ns
 --   launch_latency_ns  ts_ns - launch_ts_ns
 CREATE OR REPLACE VIEW launch_latency AS
 SELECT run, phase, rank, trace_id, correlation, launch_name, launch_tid, launch_ts_ns,
-       name, category, class, stream, ts_ns, launch_latency_ns
+       name, short_name, category, class, stream, ts_ns, launch_latency_ns
 FROM kernel_launches
 WHERE launch_ts_ns IS NOT NULL;

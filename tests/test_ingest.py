@@ -107,6 +107,26 @@ def test_old_kineto_categories_are_mapped(tracewh, sql):
                       "registers_per_thread": 16}
 
 
+def test_mtia_device_activity_is_kernels(tracewh, sql, tmp_path):
+    """MTIA activity (Kineto's mtia_ccp_events, launched by mtia_runtime calls) counts like
+    CUDA kernels: DLRM rank 0 with its categories renamed gives the same overlap and launches."""
+    document = load_reference(EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz")
+    renamed = {"kernel": "mtia_ccp_events", "cuda_runtime": "mtia_runtime"}
+    for event in document["traceEvents"]:
+        event["cat"] = renamed.get(event.get("cat"), event.get("cat"))
+    path = tmp_path / "mtia_rank0.json"
+    path.write_text(json.dumps(document, default=float))
+    result = tracewh("ingest", path, "--run", "mtia", "--phase", "train")
+    assert "unknown category" not in result.output
+    assert sql("SELECT count(*) AS n FROM other_events") == [{"n": 0}]
+    assert sql("SELECT comm_ns, compute_ns, overlap_ns FROM overlap") == \
+        [{"comm_ns": 5798000, "compute_ns": 1034000, "overlap_ns": 261000}]
+    assert sql("SELECT launches FROM launch_latency_summary") == [{"launches": 261}]
+    device = sum(event.get("cat") == "mtia_ccp_events" for event in document["traceEvents"])
+    assert sql("SELECT count(*) AS n FROM kernels WHERE category = 'mtia_ccp_events'") == \
+        [{"n": device}] == [{"n": 245}]
+
+
 def test_argument_above_int64_is_kept_exactly(tracewh, sql):
     path = shared("hta/large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz")
     big = next(v for e in load_reference(path)["traceEvents"] for v in e.get("args", {}).values()

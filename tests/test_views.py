@@ -168,6 +168,9 @@ def test_launch_latency_and_rank_skew(tracewh, sql):
     tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
     (summary,) = sql("SELECT * FROM launch_latency_summary WHERE rank = 0")
     assert summary["launches"] == 261
+    (latency,) = sql("SELECT name, short_name FROM launch_latency WHERE rank = 0 "
+                     "AND name LIKE 'volta_sgemm_128x32_nt%' ORDER BY ts_ns LIMIT 1")
+    assert latency["short_name"] == "volta_sgemm_128x32_nt"
     skew = {r["class"]: r for r in sql("SELECT * FROM rank_skew WHERE level = 'class'")}
     assert skew["communication"]["slowest_rank"] == 1
     assert skew["communication"]["max_ns"] == 11336000 and skew["communication"]["ranks"] == 8

@@ -31,6 +31,7 @@ from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .sources import file_digest, open_trace
+from .jobs import JobSignature, first_start
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
 
@@ -62,6 +63,8 @@ class IngestOutcome:
     seconds: float = 0.0
     error: str | None = None
     warnings: list = field(default_factory=list)
+    job: JobSignature | None = None  # what the trace says of the job that wrote it
+    tags: dict = field(default_factory=dict)  # the tags the trace is stored with
 
 
 @dataclass
@@ -71,6 +74,7 @@ class ChunkSummary:
     events: int
     warnings: Counter
     kernels: KernelSummary | None = None
+    first_ns: int | None = None  # the earliest start of a CPU op, runtime call or kernel
 
 
 def process_chunk(path, chunk, part, trace_id, staging, base_guess):
@@ -105,7 +109,8 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         write_part(staging, name, part, table)
     rows = {name: table.num_rows for name, table in tables.items()}
     kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
-    return ChunkSummary(part, rows, result.events, result.warnings, kernels)
+    return ChunkSummary(part, rows, result.events, result.warnings, kernels,
+                        first_start(tables))
 
 
 def _index_in_message(error):
@@ -230,7 +235,7 @@ def ingest_file(catalog, path, options, staging, pool=None):
         if known and not options.replace:
             entry = known[0]
             return IngestOutcome(printable(path), "unchanged", entry.run, entry.phase, entry.rank,
-                                 entry.events, entry.bytes)
+                                 entry.events, entry.bytes, tags=entry.tags)
 
     base_guess = guess_base_time(path)
     try:
@@ -289,8 +294,11 @@ def ingest_file(catalog, path, options, staging, pool=None):
         return IngestOutcome(printable(path), "skipped")
     result = catalog.commit(entry, staging, replace=options.replace,
                             before_publish=stage_trace_row)
+    job = JobSignature(row["world_size"], tuple(row["device_names"] or ()),
+                       None if staged.first_ns is None
+                       else staged.first_ns + base_time - base_guess)
     return IngestOutcome(printable(path), result.status, run, phase, rank, events, size,
-                         warnings=notes)
+                         warnings=notes, job=job, tags=result.entry.tags)
 
 
 def _digest(future, path):
@@ -310,6 +318,7 @@ class StagedChunks:
     events: int = 0
     kernel_summaries: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
+    first_ns: int | None = None
 
 
 def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts):
@@ -325,6 +334,9 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts)
                 staged.parts[name].append(summary.part)
             staged.warnings.update(summary.warnings)
             staged.events += summary.events
+            if summary.first_ns is not None and (staged.first_ns is None
+                                                 or summary.first_ns < staged.first_ns):
+                staged.first_ns = summary.first_ns
             if summary.kernels is not None:
                 staged.kernel_summaries.append(summary.kernels)
     staged.metadata = trace_reader.metadata

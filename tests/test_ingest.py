@@ -441,3 +441,45 @@ def test_merge_gives_disjoint_intervals_of_the_same_union(intervals):
 def test_ids_are_the_text_of_each_value(values):
     """pid/tid/id columns: every value's text, whatever mix of numbers, strings and nulls."""
     assert _ids(values).to_pylist() == [None if v is None else str(v) for v in values]
+
+
+DLRM0_NAME = "worker0_step_12.1694128201545.pt.trace.json.gz"
+DLRM1_NAME = "worker1_step_12.1694128201556.pt.trace.json.gz"
+
+
+def test_traces_of_different_jobs_in_one_run_are_warned_about(tracewh, tmp_path):
+    """trace_compare/test and trace_diff/test both default to run 'test': the ingest says so,
+    and that the traces (world sizes 8 and 2, V100 and A100, 258 days apart) are not one job."""
+    for folder, source in (("trace_compare", EXAMPLES / DLRM0_NAME),
+                           ("trace_diff", shared("hta/nccl_parser_config/nccl_data.json.gz"))):
+        (tmp_path / folder / "test").mkdir(parents=True)
+        shutil.copy(source, tmp_path / folder / "test" / "rank0.json.gz")
+    result = tracewh("ingest", tmp_path / "trace_compare" / "test",
+                     tmp_path / "trace_diff" / "test")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: run 'test' was named after 2 different directories ({tmp_path}/trace_compare/"
+        f"test, {tmp_path}/trace_diff/test): pass --run to keep them apart",
+        "warning: run 'test' now holds traces of world sizes 2, 8: they look like different "
+        "jobs; name each job's run with --run",
+        "warning: run 'test', phase 'unknown', rank 0: 2 captures that look like different jobs "
+        "(devices NVIDIA A100-PG509-200 and Tesla V100-SXM2-32GB; start times 258.0 days apart);"
+        " their figures add up as one rank's: name each job's run with --run"]
+
+
+def test_captures_of_one_job_are_not_warned_about(tracewh):
+    result = tracewh("ingest", EXAMPLES / DLRM0_NAME, EXAMPLES / DLRM1_NAME, "--run", "one",
+                     "--rank", "0")
+    assert "warning" not in result.stderr
+
+
+def test_tags_on_an_unchanged_file_are_an_error_not_ignored(tracewh, sql):
+    tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=abc")
+    tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=abc")  # same tags: fine
+    result = tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=def", expect=2)
+    assert result.stderr.startswith(
+        f"error: {EXAMPLES / DLRM0_NAME}: --tag not applied: the file is already in run r, "
+        'phase unknown, rank 0 with tags {"git": "abc"}; --replace re-ingests it with the new '
+        "tags\n")
+    tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=def", "--replace")
+    assert sql("SELECT tags FROM traces") == [{"tags": '{"git": "def"}'}]

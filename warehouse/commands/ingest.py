@@ -1,5 +1,6 @@
 """`tracewh ingest`: trace files into the warehouse."""
 
+import json
 import os
 import sys
 from collections import defaultdict
@@ -7,6 +8,7 @@ from collections import defaultdict
 import click
 
 from ingest.allocator import keep_freed_memory
+from ingest.jobs import mixed_job_warnings
 from ingest.pipeline import IngestOptions, ingest_paths
 from ingest.sources import expand_inputs
 
@@ -38,7 +40,13 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
 
     PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
     them) or globs. Both Chrome forms are accepted: an object with traceEvents, and a bare
-    array of events. Re-ingesting a file already in its run/phase/rank does nothing.
+    array of events. Re-ingesting a file already in its run/phase/rank does nothing (with other
+    --tag values it is an error: --replace re-ingests it with them).
+
+    Name runs with --run: the default, the input's directory name, puts every trace under one
+    directory (and directories of the same name) into one run, whose figures then add up as
+    one job's. A warning says when traces of one ingest look like different jobs (world sizes,
+    devices, start times days apart).
 
     \b
     Examples:
@@ -57,14 +65,17 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
                            hidden=not show_bar) as bar:
         outcomes = ingest_paths(catalog, files, options, on_done=lambda _: bar.update(1))
-    failed = _report_ingest(outcomes)
+    failed = _report_ingest(outcomes, options.tags)
+    for line in mixed_job_warnings(outcomes, run_given=run is not None):
+        click.echo(f"warning: {line}", err=True)
     if failed:
         sys.exit(2)
 
 
-def _report_ingest(outcomes):
+def _report_ingest(outcomes, tags):
     """Print a line per failed or unchanged file, a summary per run and the count of files
-    skipped after a failure (--strict); return #failures."""
+    skipped after a failure (--strict); return #failures. An unchanged file stored with other
+    tags than `tags` is a failure: the tags were not applied."""
     by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "seconds": 0.0,
                                   "unchanged": 0})
     failed = skipped = 0
@@ -75,6 +86,13 @@ def _report_ingest(outcomes):
             continue
         if outcome.status == "skipped":
             skipped += 1
+            continue
+        if outcome.status == "unchanged" and tags and outcome.tags != tags:
+            failed += 1
+            click.echo(f"error: {outcome.path}: --tag not applied: the file is already in run "
+                       f"{outcome.run}, phase {outcome.phase}, rank {outcome.rank} with tags "
+                       f"{json.dumps(outcome.tags, sort_keys=True)}; --replace re-ingests it "
+                       "with the new tags", err=True)
             continue
         summary = by_run[outcome.run]
         if outcome.status == "unchanged":

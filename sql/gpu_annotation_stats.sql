@@ -10,16 +10,8 @@
 --   total_ns           sum of their durations, ns (ranges may nest or overlap)
 --   mean_ns            mean duration, ns (a fraction)
 --   min_ns, max_ns     shortest and longest range, ns
---   p50_ns, p90_ns     duration percentiles (nearest rank: an actual duration), ns
+--   p50_ns, p90_ns, p99_ns   duration percentiles (nearest rank: an actual duration), ns
 CREATE OR REPLACE VIEW gpu_annotation_stats AS
-SELECT run, phase, rank, name,
-       count(*) AS count,
-       CAST(sum(dur_ns) AS BIGINT) AS total_ns,
-       avg(dur_ns) AS mean_ns,
-       min(dur_ns) AS min_ns,
-       max(dur_ns) AS max_ns,
-       percentile_disc(0.5) WITHIN GROUP (ORDER BY dur_ns) AS p50_ns,
-       percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns
-FROM kernels
-WHERE category = 'gpu_user_annotation'
-GROUP BY run, phase, rank, name;
+SELECT run, phase, rank, name, count, total_ns, mean_ns, min_ns, max_ns, p50_ns, p90_ns, p99_ns
+FROM gpu_activity_stats
+WHERE category = 'gpu_user_annotation';

@@ -1,44 +1,21 @@
 -- Kernel statistics per run, phase, rank, category and full name, over all GPU work: which
--- kernels dominate and how their durations spread. Exact: every kernel counts (no sampling, no
--- top-N cut before aggregating). gpu_user_annotation ranges are not here: they are windows
--- marked on a stream, not work (a ProfilerStep range would rank as the top "kernel" and its
--- busy_share exceed 1); `gpu_annotation_stats` has them. Kernels are grouped on their 64-bit name_id
--- and named afterwards from `kernel_name_classes`, so millions of long names are not compared.
+-- kernels dominate and how their durations spread (`gpu_activity_stats`, exact). Not here:
+-- gpu_user_annotation ranges, which are windows marked on a stream, not work (a ProfilerStep
+-- range would rank as the top "kernel" and its busy_share exceed 1); `gpu_annotation_stats`
+-- has them.
 --
 -- Columns:
 --   run, phase, rank   partition
 --   category           kernel, gpu_memcpy, gpu_memset, cuda_sync (and vendors' kernel
 --                      categories, such as mtia_ccp_events)
---   name               full kernel name
---   short_name         name without template arguments and parameters
---   class              communication, computation, memory, sync or other
---   count              number of executions
---   total_ns           sum of durations, ns
---   mean_ns            mean duration, ns (a fraction)
---   min_ns, max_ns     shortest and longest duration, ns
---   p50_ns, p90_ns, p99_ns   duration percentiles (nearest rank: an actual duration), ns
+--   name, short_name, class, count, total_ns, mean_ns, min_ns, max_ns, p50_ns, p90_ns,
+--   p99_ns             as in gpu_activity_stats
 --   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns): at most 1 but
 --                      for kernels of one name that run at once on several streams
 CREATE OR REPLACE VIEW kernel_stats AS
-WITH stats AS (
-  SELECT run, phase, rank, category, coalesce(name_id, 0) AS name_key,
-         count(*) AS count,
-         CAST(sum(dur_ns) AS BIGINT) AS total_ns,
-         avg(dur_ns) AS mean_ns,
-         min(dur_ns) AS min_ns,
-         max(dur_ns) AS max_ns,
-         percentile_disc(0.5) WITHIN GROUP (ORDER BY dur_ns) AS p50_ns,
-         percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns,
-         percentile_disc(0.99) WITHIN GROUP (ORDER BY dur_ns) AS p99_ns
-  FROM kernels
-  WHERE category <> 'gpu_user_annotation'
-  GROUP BY run, phase, rank, category, coalesce(name_id, 0)
-)
-SELECT s.run, s.phase, s.rank, s.category, n.name, n.short_name,
-       coalesce(n.class, 'other') AS class, s.count, s.total_ns, s.mean_ns, s.min_ns,
-       s.max_ns, s.p50_ns, s.p90_ns, s.p99_ns,
+SELECT s.*,
        CASE WHEN b.busy_ns > 0 THEN CAST(s.total_ns AS DOUBLE) / b.busy_ns END AS busy_share
-FROM stats AS s
-LEFT JOIN kernel_name_classes AS n ON n.category = s.category AND n.name_key = s.name_key
+FROM gpu_activity_stats AS s
 LEFT JOIN gpu_busy AS b
-  ON b.run = s.run AND b.phase = s.phase AND b.rank = s.rank;
+  ON b.run = s.run AND b.phase = s.phase AND b.rank = s.rank
+WHERE s.category <> 'gpu_user_annotation';

@@ -1,0 +1,94 @@
+"""tracewh export: Chrome-trace JSON out of the warehouse, whole captures and windows."""
+
+import gzip
+import json
+
+import pytest
+
+from ingest.schema import TABLES
+from warehouse.query import connect
+
+from .conftest import EXAMPLES, SHARED, load_reference, require
+
+REAL_TRACES = sorted(SHARED.rglob("*.json*")) if SHARED.exists() else []
+DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+# Columns that name the file rather than describe its contents.
+FILE_COLUMNS = {"run", "trace_id", "sha256", "source_path", "bytes", "ingested_at", "ingest_seq"}
+
+
+def rows_differ(connection, table, first, second):
+    """Rows of `table` in run `first` that run `second` lacks, and the other way round,
+    counting repeats (file columns left out)."""
+    columns = [c for (c,) in connection.execute(
+        f"SELECT column_name FROM (DESCRIBE {table})").fetchall() if c not in FILE_COLUMNS]
+    select = f"SELECT {', '.join(columns)} FROM {table} WHERE run = ?"
+    missing = connection.execute(f"{select} EXCEPT ALL {select}", [first, second]).fetchall()
+    extra = connection.execute(f"{select} EXCEPT ALL {select}", [second, first]).fetchall()
+    return missing, extra
+
+
+@pytest.mark.parametrize("path", [DLRM0, *REAL_TRACES],
+                         ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_an_exported_capture_ingests_to_the_same_rows(path, tracewh, warehouse, tmp_path):
+    require(path)
+    tracewh("ingest", path, "--run", "orig", "--phase", "train", "--rank", "0")
+    exported = tmp_path / "whole.json.gz"
+    tracewh("export", "orig", "--rank", "0", "--out", exported)
+    document = json.loads(gzip.decompress(exported.read_bytes()))
+    assert len(document["traceEvents"]) == len(load_reference(path)["traceEvents"])
+    tracewh("ingest", exported, "--run", "back", "--phase", "train", "--rank", "0")
+    connection = connect(warehouse)
+    for table in TABLES:
+        missing, extra = rows_differ(connection, table, "orig", "back")
+        assert (missing[:3], extra[:3]) == ([], []), table
+
+
+def test_a_step_window_keeps_overlapping_events_and_whole_flows(tracewh, sql, tmp_path):
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train")
+    (step,) = sql("SELECT ts_ns, dur_ns FROM cpu_ops WHERE name = 'ProfilerStep#10'")
+    start, end = step["ts_ns"], step["ts_ns"] + step["dur_ns"]
+    out = tmp_path / "step.json"
+    result = tracewh("export", "d", "--rank", "0", "--step", "ProfilerStep#10", "--out", out)
+    assert result.stdout.startswith("wrote ")
+    events = json.loads(out.read_text())["traceEvents"]
+    base = 0  # old Kineto: absolute µs
+    timed = [e for e in events if e["ph"] == "X"]
+    assert timed and all(round(e["ts"] * 1000) < end and round((e["ts"] + e["dur"]) * 1000)
+                         >= start for e in timed)
+    expected = sql(f"SELECT count(*) AS n FROM cpu_ops WHERE ts_ns < {end} "
+                   f"AND ts_ns + coalesce(dur_ns, 0) >= {start}")[0]["n"]
+    assert sum(e.get("cat") in ("cpu_op", "user_annotation", "python_function") or
+               e.get("cat") == "Trace" for e in timed) <= expected
+    flows = {}
+    for event in events:
+        if event["ph"] in ("s", "t", "f"):
+            flows.setdefault((event["cat"], event["id"]), []).append(event["ts"] * 1000 + base)
+    assert flows and all(start <= min(ends) and max(ends) < end for ends in flows.values())
+    assert {e["name"] for e in events if e["ph"] == "M"} >= {"process_name", "thread_name"}
+
+
+def test_a_repeated_annotation_needs_an_occurrence(tracewh, tmp_path):
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train")
+    result = tracewh("export", "d", "--rank", "0", "--annotation",
+                     "nccl:all_to_all", "--out", tmp_path / "a.json", expect=2)
+    assert result.output.startswith("error: annotation 'nccl:all_to_all' occurs 5 times")
+    assert "pick one with --occurrence 1-" in result.output
+    tracewh("export", "d", "--rank", "0", "--annotation", "nccl:all_to_all",
+            "--occurrence", "2", "--out", tmp_path / "a.json")
+    assert json.loads((tmp_path / "a.json").read_text())["traceEvents"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--rank", "9"], "error: run 'd' has no rank 9"),
+    (["--rank", "0", "--phase", "decode"], "error: rank 0 of run 'd' has no phase 'decode'"),
+    (["--rank", "0", "--step", "ProfilerStep#99"], "error: no step named 'ProfilerStep#99'"),
+    (["--rank", "0", "--from-ns", "5"], "error: --from-ns and --to-ns go together"),
+    (["--rank", "0", "--from-ns", "5", "--to-ns", "9"], "error: no event of rank 0"),
+    (["--rank", "0", "--step", "ProfilerStep#10", "--from-ns", "1", "--to-ns", "2"],
+     "error: --step and --from-ns both name a window"),
+])
+def test_export_mistakes_are_one_line(arguments, message, tracewh, tmp_path):
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train")
+    result = tracewh("export", "d", *arguments, "--out", tmp_path / "x.json", expect=2)
+    assert result.output.startswith(message) and result.output.count("\n") == 1
+    assert not (tmp_path / "x.json").exists()

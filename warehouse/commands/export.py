@@ -1,0 +1,60 @@
+"""`tracewh export`: a capture, or a window of it, as Chrome-trace JSON for Perfetto."""
+
+import click
+
+from ..errors import UsageError
+from ..export import WindowChoice, export_window, resolve_phase, resolve_window
+from ..query import connect
+from .options import phase_option
+
+
+@click.command()
+@click.argument("run")
+@click.option("--rank", type=click.IntRange(min=0), required=True, help="The rank to export.")
+@phase_option("The phase [default: the rank's only phase].")
+@click.option("--step", metavar="NAME", help="The window of a step: ProfilerStep#N.")
+@click.option("--annotation", metavar="NAME",
+              help="The window of a user annotation (CPU or GPU), e.g. 'attn(F)'.")
+@click.option("--occurrence", type=click.IntRange(min=1),
+              help="Which of a repeated step or annotation, in time order from 1.")
+@click.option("--from-ns", type=int, help="Window start, ns (as in the tables' ts_ns).")
+@click.option("--to-ns", type=int, help="Window end (exclusive), ns.")
+@click.option("--trace", "trace_id", metavar="TRACE_ID",
+              help="The capture, when the rank has several (traces.trace_id).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="Output file: .json, or .json.gz to compress.")
+@click.pass_obj
+def export(catalog, run, rank, phase, step, annotation, occurrence, from_ns, to_ns, trace_id,
+           out_path):
+    """Write RUN's events of one rank as Chrome-trace JSON that Perfetto (ui.perfetto.dev) and
+    chrome://tracing open: the whole capture, or the window of a step, an annotation or two
+    timestamps.
+
+    Events keep their original fields (args, ids, flows); a window keeps the events that
+    overlap it, the flows whose ends all fall inside it and the process and thread names.
+    The views overlap_by_step, overlap_by_annotation and launch_latency print the export
+    command of each of their windows (column export_command).
+
+    \b
+    Examples:
+      tracewh export nightly-1129 --rank 3 --out rank3.json.gz
+      tracewh export nightly-1129 --rank 3 --step ProfilerStep#12 --out step12.json
+      tracewh export ds --rank 0 --annotation 'attn(F)' --occurrence 2 --out attn.json
+      tracewh export ds --rank 0 --from-ns 1751410836021000000 --to-ns 1751410836022000000 \\
+        --out window.json
+    """
+    chosen = [name for name, value in (("--step", step), ("--annotation", annotation),
+                                       ("--from-ns", from_ns)) if value is not None]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} both name a window: give one")
+    if (from_ns is None) != (to_ns is None):
+        raise UsageError("--from-ns and --to-ns go together")
+    if occurrence is not None and step is None and annotation is None:
+        raise UsageError("--occurrence picks a repeated --step or --annotation")
+    connection = connect(catalog.root)
+    phase = resolve_phase(connection, run, rank, phase)
+    window = resolve_window(connection, run, phase, rank, WindowChoice(
+        step, annotation, occurrence, from_ns, to_ns, trace_id))
+    events = export_window(connection, window, out_path)
+    click.echo(f"wrote {events:,} events of run {run}, phase {phase}, rank {rank} "
+               f"({window.label}, capture {window.trace_id}) to {out_path}")

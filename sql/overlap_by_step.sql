@@ -9,13 +9,18 @@
 --   event_index          the window's event in cpu_ops
 --   step                 the step's name (ProfilerStep#N)
 --   start_ns, end_ns     the window on the CPU, ns
+--   dur_ns               end_ns - start_ns
 --   comm_ns, compute_ns, overlap_ns, overlap_ratio, exposed_comm_ns   as in overlap
+--   export_command       the `tracewh export` command that writes the window's events as
+--                        Chrome-trace JSON (Perfetto, chrome://tracing)
 CREATE OR REPLACE VIEW overlap_by_step AS
 SELECT
   run, phase, rank, trace_id, window_index AS event_index, window_name AS step,
   window_start_ns AS start_ns, window_end_ns AS end_ns,
+  window_end_ns - window_start_ns AS dur_ns,
   first_ns AS comm_ns, second_ns AS compute_ns, overlap_ns,
   CASE WHEN first_ns > 0 THEN CAST(overlap_ns AS DOUBLE) / first_ns END AS overlap_ratio,
-  first_ns - overlap_ns AS exposed_comm_ns
+  first_ns - overlap_ns AS exposed_comm_ns,
+  export_command
 FROM overlap_windows
 WHERE scope = 'step';

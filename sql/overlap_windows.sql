@@ -13,6 +13,9 @@
 --   second_ns          length of the union of the second side
 --   union_ns           length of the union of both
 --   overlap_ns         length of their intersection: first_ns + second_ns - union_ns
+--   export_command     the `tracewh export` command that writes the window's events as
+--                      Chrome-trace JSON for Perfetto (NULL for stream pairs, which have no
+--                      window)
 CREATE OR REPLACE VIEW overlap_windows AS
 WITH ordered AS (
   SELECT *,
@@ -43,4 +46,10 @@ lengths AS (
   GROUP BY run, phase, rank, scope, trace_id, window_index, window_name, window_start_ns,
            window_end_ns
 )
-SELECT *, first_ns + second_ns - union_ns AS overlap_ns FROM lengths;
+SELECT *, first_ns + second_ns - union_ns AS overlap_ns,
+       'tracewh export ' || run || ' --rank ' || CAST(rank AS VARCHAR) || ' --phase ' || phase
+         || ' --trace ' || trace_id || ' --from-ns ' || CAST(window_start_ns AS VARCHAR)
+         || ' --to-ns ' || CAST(window_end_ns AS VARCHAR) || ' --out ' || run || '-rank'
+         || CAST(rank AS VARCHAR) || '-' || CAST(window_start_ns AS VARCHAR) || '.json.gz'
+         AS export_command
+FROM lengths;

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import shlex
 
 import pytest
 
@@ -92,3 +93,23 @@ def test_export_mistakes_are_one_line(arguments, message, tracewh, tmp_path):
     result = tracewh("export", "d", *arguments, "--out", tmp_path / "x.json", expect=2)
     assert result.output.startswith(message) and result.output.count("\n") == 1
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("view, window", [
+    ("overlap_by_step", "start_ns, end_ns, dur_ns"),
+    ("overlap_by_annotation", "start_ns, end_ns, dur_ns"),
+    ("launch_latency", "launch_ts_ns AS start_ns, ts_ns + dur_ns AS end_ns, dur_ns"),
+])
+def test_views_that_name_a_window_print_the_command_that_exports_it(view, window, tracewh, sql,
+                                                                      tmp_path, monkeypatch):
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train")
+    (row,) = sql(f"SELECT {window}, export_command FROM {view} WHERE rank = 0 "
+                 "ORDER BY start_ns DESC LIMIT 1")
+    command = shlex.split(row["export_command"])
+    assert command[:2] == ["tracewh", "export"] and row["dur_ns"] > 0
+    monkeypatch.chdir(tmp_path)
+    tracewh(*command[1:])
+    (written,) = tmp_path.glob("d-rank0-*.json.gz")
+    events = json.loads(gzip.decompress(written.read_bytes()))["traceEvents"]
+    starts = [round(e["ts"] * 1000) for e in events if e["ph"] == "X"]
+    assert starts and max(starts) < row["end_ns"]

@@ -9,6 +9,7 @@ unless `strict`.
 
 import concurrent.futures
 import datetime
+import functools
 import io
 import multiprocessing
 import os
@@ -30,7 +31,7 @@ from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_
 from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
-from .sources import file_digest, open_trace
+from .sources import file_digest, open_trace, stored_position
 from .jobs import JobSignature, first_start
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
@@ -60,7 +61,8 @@ class IngestOutcome:
     rank: int | None = None
     events: int = 0
     bytes: int = 0
-    seconds: float = 0.0
+    started: float = 0.0  # time.monotonic(): one clock for every process of the machine
+    finished: float = 0.0
     error: str | None = None
     warnings: list = field(default_factory=list)
     job: JobSignature | None = None  # what the trace says of the job that wrote it
@@ -132,10 +134,12 @@ def _started_pool(jobs):
     return pool
 
 
-def ingest_paths(catalog, paths, options, on_done=None):
+def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     """Ingest every path; return their outcomes in input order. `on_done(outcome)` is called
-    as each finishes (for progress). With `options.strict`, the first failure stops the
-    rest: files not committed by then are `skipped`, and none of them is written."""
+    as each finishes, and, when files are ingested one after another, `on_bytes(path, done)`
+    as the bytes of a file (as stored) are read and normalised: for progress. With
+    `options.strict`, the first failure stops the rest: files not committed by then are
+    `skipped`, and none of them is written."""
     if options.jobs > 1 and len(paths) > 1:
         return _ingest_files_in_parallel(catalog, paths, options, on_done)
     outcomes = []
@@ -147,7 +151,7 @@ def ingest_paths(catalog, paths, options, on_done=None):
                 continue
             if pool is None and options.jobs > 1 and os.path.getsize(path) > reader.BLOCK_SIZE:
                 pool = _started_pool(options.jobs)
-            outcomes.append(_ingest_one(catalog, path, options, pool))
+            outcomes.append(_ingest_one(catalog, path, options, pool, on_bytes))
             if on_done:
                 on_done(outcomes[-1])
     finally:
@@ -194,12 +198,13 @@ def _ingest_files_in_parallel(catalog, paths, options, on_done):
     return outcomes
 
 
-def _ingest_one(catalog, path, options, pool):
-    started = time.perf_counter()
+def _ingest_one(catalog, path, options, pool, on_bytes=None):
+    started = time.monotonic()
     staging = None
     try:
         staging = catalog.new_staging_dir()
-        outcome = ingest_file(catalog, path, options, staging, pool)
+        file_progress = functools.partial(on_bytes, path) if on_bytes else None
+        outcome = ingest_file(catalog, path, options, staging, pool, file_progress)
     except TraceError as error:
         outcome = IngestOutcome(printable(path), "failed", error=str(error))
     except OSError as error:  # the warehouse side: disk full, no permission
@@ -209,12 +214,13 @@ def _ingest_one(catalog, path, options, pool):
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    outcome.seconds = time.perf_counter() - started
+    outcome.started, outcome.finished = started, time.monotonic()
     return outcome
 
 
-def ingest_file(catalog, path, options, staging, pool=None):
-    """Ingest one file through `staging`; raise TraceError if it cannot be."""
+def ingest_file(catalog, path, options, staging, pool=None, on_bytes=None):
+    """Ingest one file through `staging`; raise TraceError if it cannot be. `on_bytes(done)`
+    is told how many bytes of the file (as stored) are behind each normalised chunk."""
     trace_id = uuid.uuid4().hex[:16]
     run = identity.resolve_run(options.run, path)
     phase = identity.resolve_phase(options.phase, path)
@@ -240,12 +246,12 @@ def ingest_file(catalog, path, options, staging, pool=None):
     base_guess = guess_base_time(path)
     try:
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
-                               confirm_cuts=False)
+                               confirm_cuts=False, on_bytes=on_bytes)
     except UnconfirmedChunk:  # an odd layout or a malformed file: read it the careful way
         for leftover in staging.iterdir():
             leftover.unlink()
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
-                               confirm_cuts=True)
+                               confirm_cuts=True, on_bytes=on_bytes)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     kernel_summaries = staged.kernel_summaries
     metadata = decode_metadata(staged.metadata)
@@ -321,7 +327,8 @@ class StagedChunks:
     first_ns: int | None = None
 
 
-def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts):
+def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts,
+                  on_bytes=None):
     """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
     staged = StagedChunks()
@@ -339,6 +346,8 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts)
                 staged.first_ns = summary.first_ns
             if summary.kernels is not None:
                 staged.kernel_summaries.append(summary.kernels)
+            if on_bytes is not None:
+                on_bytes(stored_position(stream))
     staged.metadata = trace_reader.metadata
     return staged
 

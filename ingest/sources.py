@@ -52,6 +52,12 @@ def open_trace(path):
     return handle
 
 
+def stored_position(stream):
+    """How far into the file as stored a stream from open_trace has read (for a gzipped file,
+    the compressed bytes consumed): progress against the file's size."""
+    return getattr(stream, "fileobj", stream).tell()
+
+
 def file_digest(path):
     """sha256 hex digest and size in bytes of the file as stored (compressed or not)."""
     with open(path, "rb") as handle:

@@ -262,3 +262,46 @@ def test_doubles_print_plainly_in_tables_and_exactly_in_csv(tracewh, dlrm0):
     ratio = tracewh("query", "--format", "csv",
                     "SELECT overlap_ratio FROM overlap").stdout.splitlines()[1]
     assert float(ratio) == 261000 / 5798000 and ratio == repr(261000 / 5798000)
+
+
+def test_ingest_seconds_are_wall_time_not_summed_over_workers(warehouse):
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "ingest", str(EXAMPLES),
+                                      "--run", "d", "--jobs", "2"])
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    seconds = float(result.stdout.split(", ")[-1].removesuffix(" s\n"))
+    assert 0 < seconds <= elapsed + 0.05
+
+
+def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
+    """On a pty, one large file draws a progress bar of its bytes on stderr; through a pipe,
+    nothing but the summary."""
+    import pty
+    big = tmp_path / "big_train.json"
+    subprocess.run([sys.executable, str(ROOT.parent / "shared" / "tools" / "scale_trace.py"),
+                    str(shared("deepseek-profile-data/train.json")), str(big), "6"],
+                   check=True, capture_output=True)
+    assert big.stat().st_size >= 16 << 20
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(tmp_path / "wh"),
+               "ingest", str(big), "--run", "big"]
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    os.close(follower)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        screen += chunk
+    assert process.wait() == 0
+    text = screen.decode()
+    assert f"ingesting big_train.json ({big.stat().st_size / 1e6:,.0f} MB)" in text
+    assert "100%" in text
+    piped = subprocess.run(command[:-2] + ["--run", "again", "--replace"], capture_output=True,
+                           text=True, env=env)
+    assert piped.returncode == 0 and piped.stderr == ""

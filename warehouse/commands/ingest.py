@@ -1,5 +1,6 @@
 """`tracewh ingest`: trace files into the warehouse."""
 
+import contextlib
 import json
 import os
 import sys
@@ -61,10 +62,8 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     catalog.check_writable()
     files = expand_inputs(paths)
     keep_freed_memory()
-    show_bar = sys.stderr.isatty() and len(files) > 1
-    with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
-                           hidden=not show_bar) as bar:
-        outcomes = ingest_paths(catalog, files, options, on_done=lambda _: bar.update(1))
+    with _progress(files) as progress:
+        outcomes = ingest_paths(catalog, files, options, **progress)
     failed = _report_ingest(outcomes, options.tags)
     for line in mixed_job_warnings(outcomes, run_given=run is not None):
         click.echo(f"warning: {line}", err=True)
@@ -72,12 +71,32 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
         sys.exit(2)
 
 
+# A single file at least this large shows a bar of its bytes (on a terminal).
+BYTE_BAR_MIN = 16 << 20
+
+
+@contextlib.contextmanager
+def _progress(files):
+    """The progress callbacks of ingest_paths, drawing on stderr when it is a terminal: a bar
+    of files for several, a bar of bytes for one large file."""
+    terminal = sys.stderr.isatty()
+    if len(files) == 1 and os.path.getsize(files[0]) >= BYTE_BAR_MIN:
+        size = os.path.getsize(files[0])
+        with click.progressbar(length=size, file=sys.stderr, hidden=not terminal,
+                               label=f"ingesting {files[0].name} ({size / 1e6:,.0f} MB)") as bar:
+            yield {"on_bytes": lambda _path, done: bar.update(done - bar.pos)}
+        return
+    with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
+                           hidden=not terminal or len(files) == 1) as bar:
+        yield {"on_done": lambda _outcome: bar.update(1)}
+
+
 def _report_ingest(outcomes, tags):
     """Print a line per failed or unchanged file, a summary per run and the count of files
     skipped after a failure (--strict); return #failures. An unchanged file stored with other
     tags than `tags` is a failure: the tags were not applied."""
-    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "seconds": 0.0,
-                                  "unchanged": 0})
+    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "started": [],
+                                  "finished": [], "unchanged": 0})
     failed = skipped = 0
     for outcome in outcomes:
         if outcome.status == "failed":
@@ -103,12 +122,16 @@ def _report_ingest(outcomes, tags):
         summary["files"] += 1
         summary["events"] += outcome.events
         summary["bytes"] += outcome.bytes
-        summary["seconds"] += outcome.seconds
+        summary["started"].append(outcome.started)
+        summary["finished"].append(outcome.finished)
         for warning in outcome.warnings:
             click.echo(f"warning: {outcome.path}: {warning}", err=True)
     for run, s in by_run.items():
+        # wall time from the run's first file's start to its last file's end (files of a
+        # run ingest side by side: their own times would add up to more than elapsed)
+        seconds = max(s["finished"], default=0) - min(s["started"], default=0)
         line = (f"run {run}: {s['files']} file{'s' if s['files'] != 1 else ''} ingested, "
-                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB, {s['seconds']:.1f} s")
+                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB, {seconds:.1f} s")
         if s["unchanged"]:
             line += f" ({s['unchanged']} unchanged)"
         click.echo(line)

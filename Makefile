@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The demo's own warehouse: not ./warehouse, which in this repository is the package's source.
 DEMO_WAREHOUSE := demo-warehouse
 
-.PHONY: install demo test bench clean
+.PHONY: install browser demo test bench clean
 
 install: $(VENV)/.installed
 
@@ -26,7 +26,14 @@ demo: install
 	@$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
 	  "SELECT short_name, class, sum(count) AS kernels, sum(total_ns) AS total_ns FROM kernel_stats WHERE run = 'dlrm-demo' GROUP BY ALL ORDER BY total_ns DESC LIMIT 10"
 
-test: install
+# Headless Chromium from Debian, for the test that renders the HTML report in a real browser.
+browser:
+	@command -v chromium >/dev/null || { \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	    >/dev/null 2>&1 || echo "make: could not install chromium (needs root and apt):" \
+	    "the browser test will be skipped"; }
+
+test: install browser
 	$(BIN)/python -m pytest
 
 bench: install

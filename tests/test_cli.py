@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -225,18 +226,14 @@ def test_max_rows_cuts_a_table_and_counts_the_rest(tracewh, dlrm0):
                        "SELECT ts_ns FROM kernels").stdout.splitlines()) == 262
 
 
-def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
-    """On a real terminal (a pty) a big result is cut; through a pipe it is whole."""
-    import pty
-    command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(warehouse), "query",
-               "SELECT ts_ns FROM kernels"]
-    if not os.path.exists(command[0]):
-        command[0:1] = [sys.executable, "-m", "warehouse.cli_main"]
+def on_terminal(command, stream, env):
+    """Run `command` with its `stream` (stdout or stderr) on a pseudo-terminal, the other
+    discarded; return (what the terminal received, exit status)."""
     leader, follower = pty.openpty()
-    process = subprocess.Popen(command, stdout=follower, stderr=subprocess.DEVNULL,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: follower}
+    process = subprocess.Popen(command, env=env, **streams)
     os.close(follower)
-    chunks = []
+    received = b""
     while True:
         try:
             chunk = os.read(leader, 65536)
@@ -244,9 +241,19 @@ def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
             break
         if not chunk:
             break
-        chunks.append(chunk)
-    process.wait()
-    lines = b"".join(chunks).decode().splitlines()
+        received += chunk
+    os.close(leader)
+    return received.decode(), process.wait()
+
+
+def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
+    """On a real terminal (a pty) a big result is cut; through a pipe it is whole."""
+    command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(warehouse), "query",
+               "SELECT ts_ns FROM kernels"]
+    if not os.path.exists(command[0]):
+        command[0:1] = [sys.executable, "-m", "warehouse.cli_main"]
+    screen, _ = on_terminal(command, "stdout", env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = screen.splitlines()
     assert len(lines) == 2 + 40 + 1 and lines[-1].startswith("(261 rows, the first 40 shown")
     piped = subprocess.run(command, capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.splitlines()
@@ -277,7 +284,6 @@ def test_ingest_seconds_are_wall_time_not_summed_over_workers(warehouse):
 def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
     """On a pty, one large file draws a progress bar of its bytes on stderr; through a pipe,
     nothing but the summary."""
-    import pty
     big = tmp_path / "big_train.json"
     subprocess.run([sys.executable, str(ROOT.parent / "shared" / "tools" / "scale_trace.py"),
                     str(shared("deepseek-profile-data/train.json")), str(big), "6"],
@@ -286,20 +292,8 @@ def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(tmp_path / "wh"),
                "ingest", str(big), "--run", "big"]
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=follower, env=env)
-    os.close(follower)
-    screen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not chunk:
-            break
-        screen += chunk
-    assert process.wait() == 0
-    text = screen.decode()
+    text, status = on_terminal(command, "stderr", env=env)
+    assert status == 0
     assert f"ingesting big_train.json ({big.stat().st_size / 1e6:,.0f} MB)" in text
     assert "100%" in text
     piped = subprocess.run(command[:-2] + ["--run", "again", "--replace"], capture_output=True,

@@ -80,7 +80,7 @@ def test_a_repeated_annotation_needs_an_occurrence(tracewh, tmp_path):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--rank", "9"], "error: run 'd' has no rank 9"),
+    (["--rank", "9"], "error: rank 9 of run 'd' is not in the warehouse"),
     (["--rank", "0", "--phase", "decode"], "error: rank 0 of run 'd' has no phase 'decode'"),
     (["--rank", "0", "--step", "ProfilerStep#99"], "error: no step named 'ProfilerStep#99'"),
     (["--rank", "0", "--from-ns", "5"], "error: --from-ns and --to-ns go together"),

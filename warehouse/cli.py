@@ -22,6 +22,7 @@ COMMANDS = {
     "diff": "diff",
     "trend": "trend",
     "export": "export",
+    "report": "report",
 }
 
 
@@ -64,6 +65,7 @@ def cli(ctx, warehouse_dir):
       tracewh tables            # what every table and column means
       tracewh diff run41 run42 --fail-on-regression
       tracewh trend overlap_ratio --last 30
+      tracewh report run42 --base run41 --out report.html
       tracewh export run42 --rank 0 --step ProfilerStep#12 --out step.json   # for Perfetto
     """
     ctx.obj = Catalog(warehouse_dir or default_location())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from . import output
 from .errors import UsageError
 from .query import run_query
+from .scope import check_runs, check_scope
 
 KEYS = ("name", "short_name", "class")
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns")
@@ -27,53 +28,6 @@ class DiffOptions:
     by: str = "name"
 
 
-def known_runs(connection):
-    return [row[0] for row in connection.execute("SELECT run FROM runs ORDER BY first_seq")
-            .fetchall()]
-
-
-def check_runs(connection, *runs):
-    """Refuse a run the warehouse does not hold, suggesting close names rather than listing
-    what may be thousands of runs."""
-    known = known_runs(connection)
-    for run in runs:
-        if run in known:
-            continue
-        if not known:
-            raise UsageError(f"unknown run {run!r}: the warehouse is empty")
-        close = difflib.get_close_matches(run, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise UsageError(f"unknown run {run!r}{hint} (`tracewh runs` lists the {len(known)} "
-                         f"run{'s' if len(known) != 1 else ''})")
-
-
-def _check_scope(connection, runs, phase, rank):
-    """Refuse --phase or --rank where a run has no such phase or rank: comparing against
-    nothing would report every kernel removed (or added) and no regression."""
-    for run in runs:
-        phases, ranks = connection.execute(
-            "SELECT list(DISTINCT phase ORDER BY phase), list(DISTINCT rank ORDER BY rank) "
-            "FROM traces WHERE run = ? AND (? IS NULL OR phase = ?)",
-            [run, phase, phase]).fetchone()
-        if phase is not None and not phases:
-            raise UsageError(f"run {run!r} has no phase {phase!r}")
-        if rank is not None and rank not in ranks:
-            where = f" in phase {phase!r}" if phase is not None else ""
-            raise UsageError(f"run {run!r} has no rank {rank}{where} (its ranks: "
-                             f"{_ranges(ranks)})")
-
-
-def _ranges(numbers):
-    """0-7, 9 for [0, 1, ..., 7, 9]."""
-    groups = []
-    for number in numbers:
-        if groups and number == groups[-1][1] + 1:
-            groups[-1][1] = number
-        else:
-            groups.append([number, number])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in groups)
-
-
 def _records(columns, rows):
     return [dict(zip(columns, row)) for row in rows]
 
@@ -83,7 +37,7 @@ def diff_runs(connection, base, new, options):
     check_runs(connection, base, new)
     if base == new:
         raise UsageError("base and new are the same run")
-    _check_scope(connection, (base, new), options.phase, options.rank)
+    check_scope(connection, (base, new), options.phase, options.rank)
     kernels = _records(*run_query(
         connection, "SELECT * FROM run_diff_with(?, ?, ?, ?, ?, ?, ?)",
         params=[base, new, options.threshold_pct, options.min_ns, options.by, options.phase,

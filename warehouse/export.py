@@ -22,7 +22,6 @@ from pathlib import Path
 import msgspec
 
 from .errors import UsageError
-from .names import check_name
 
 # Per event table: the phase its rows imply (None: the row's `ph` column) and its columns
 # beyond the common ones.
@@ -73,25 +72,6 @@ def micros(ns):
     whole, fraction = divmod(abs(ns), 1000)
     sign = "-" if ns < 0 else ""
     return f"{sign}{whole}.{fraction:03d}" if fraction else f"{sign}{whole}"
-
-
-def resolve_phase(connection, run, rank, phase):
-    """The phase to export: the one given, or the rank's only phase."""
-    check_name("run", run)
-    phases = [row[0] for row in connection.execute(
-        "SELECT DISTINCT phase FROM traces WHERE run = ? AND rank = ? ORDER BY phase",
-        [run, rank]).fetchall()]
-    if not phases:
-        raise UsageError(f"run {run!r} has no rank {rank} (`tracewh runs` lists the runs)")
-    if phase is None:
-        if len(phases) > 1:
-            raise UsageError(f"rank {rank} of run {run!r} has phases {', '.join(phases)}: pick "
-                             "one with --phase")
-        return phases[0]
-    if phase not in phases:
-        raise UsageError(f"rank {rank} of run {run!r} has no phase {phase!r} (its phases: "
-                         f"{', '.join(phases)})")
-    return phase
 
 
 def resolve_window(connection, run, phase, rank, choice):

@@ -3,8 +3,9 @@
 import click
 
 from ..errors import UsageError
-from ..export import WindowChoice, export_window, resolve_phase, resolve_window
+from ..export import WindowChoice, export_window, resolve_window
 from ..query import connect
+from ..scope import check_runs, choose_phase
 from .options import phase_option
 
 
@@ -52,7 +53,8 @@ def export(catalog, run, rank, phase, step, annotation, occurrence, from_ns, to_
     if occurrence is not None and step is None and annotation is None:
         raise UsageError("--occurrence picks a repeated --step or --annotation")
     connection = connect(catalog.root)
-    phase = resolve_phase(connection, run, rank, phase)
+    check_runs(connection, run)
+    phase = choose_phase(connection, run, phase, rank)
     window = resolve_window(connection, run, phase, rank, WindowChoice(
         step, annotation, occurrence, from_ns, to_ns, trace_id))
     events = export_window(connection, window, out_path)

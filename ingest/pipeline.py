@@ -8,10 +8,10 @@ unless `strict`.
 """
 
 import concurrent.futures
+import contextlib
 import datetime
 import functools
 import io
-import multiprocessing
 import os
 import re
 import shutil
@@ -34,6 +34,7 @@ from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
 from .sources import file_digest, open_trace, stored_position
 from .jobs import JobSignature, first_start
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
+from .workers import fork_context, worker_pool
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
 
 
@@ -121,19 +122,6 @@ def _index_in_message(error):
     return int(match.group(1)) if match else 0
 
 
-def _mp_context():
-    return multiprocessing.get_context("fork")
-
-
-def _started_pool(jobs):
-    """A process pool whose workers are forked now, before this process starts threads of its
-    own (the hashing thread): a fork copies only the calling thread, and a lock another thread
-    held at that moment would stay locked in the child."""
-    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=_mp_context())
-    list(pool.map(abs, range(jobs)))
-    return pool
-
-
 def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     """Ingest every path; return their outcomes in input order. `on_done(outcome)` is called
     as each finishes, and, when files are ingested one after another, `on_bytes(path, done)`
@@ -141,22 +129,23 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     `options.strict`, the first failure stops the rest: files not committed by then are
     `skipped`, and none of them is written."""
     if options.jobs > 1 and len(paths) > 1:
-        return _ingest_files_in_parallel(catalog, paths, options, on_done)
+        try:
+            return _ingest_files_in_parallel(catalog, paths, options, on_done)
+        except KeyboardInterrupt:  # the workers are gone: so are their staging files
+            catalog.clean_up()
+            raise
     outcomes = []
     pool = None
-    try:
+    with contextlib.ExitStack() as stack:
         for path in paths:
             if options.strict and any(o.status == "failed" for o in outcomes):
                 outcomes.append(IngestOutcome(printable(path), "skipped"))
                 continue
             if pool is None and options.jobs > 1 and os.path.getsize(path) > reader.BLOCK_SIZE:
-                pool = _started_pool(options.jobs)
+                pool = stack.enter_context(worker_pool(options.jobs))
             outcomes.append(_ingest_one(catalog, path, options, pool, on_bytes))
             if on_done:
                 on_done(outcomes[-1])
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
     return outcomes
 
 
@@ -177,12 +166,9 @@ def _commit_stopped():
 def _ingest_files_in_parallel(catalog, paths, options, on_done):
     """Each file whole in a worker, `jobs` at a time. Under strict, the first failure (in
     time) cancels the files not started and tells the running ones not to commit."""
-    context = _mp_context()
-    stop = context.Event()
+    stop = fork_context().Event()
     outcomes = [IngestOutcome(printable(path), "skipped") for path in paths]
-    with concurrent.futures.ProcessPoolExecutor(options.jobs, mp_context=context,
-                                                initializer=_share_stop_event,
-                                                initargs=(stop,)) as pool:
+    with worker_pool(options.jobs, _share_stop_event, (stop,)) as pool:
         futures = {pool.submit(_ingest_one, catalog, path, options, None): index
                    for index, path in enumerate(paths)}
         for future in concurrent.futures.as_completed(futures):

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -299,3 +300,75 @@ def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
     piped = subprocess.run(command[:-2] + ["--run", "again", "--replace"], capture_output=True,
                            text=True, env=env)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def large_trace(tmp_path_factory):
+    """A ~95 MB trace (DeepSeek's train.json, 24 copies in time): seconds of work for workers."""
+    big = tmp_path_factory.mktemp("large") / "big_train.json"
+    subprocess.run([sys.executable, str(ROOT.parent / "shared" / "tools" / "scale_trace.py"),
+                    str(shared("deepseek-profile-data/train.json")), str(big), "24"],
+                   check=True, capture_output=True)
+    return big
+
+
+def start_ingest_with_workers(warehouse, *paths):
+    """An ingest in its own process group, once its two workers are running: (process, worker
+    pids)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(warehouse), "ingest",
+         *map(str, paths), "--run", "big", "--jobs", "2"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 10
+    workers = []
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        workers = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True,
+                                 text=True).stdout.split()
+    assert len(workers) == 2 and process.poll() is None
+    time.sleep(0.3)  # into the work
+    return process, workers
+
+
+def running(pids):
+    """The pids that are still running (not gone, not zombies)."""
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+def test_workers_end_within_2_s_of_their_parent_killed(large_trace, tmp_path):
+    process, workers = start_ingest_with_workers(tmp_path / "wh", large_trace)
+    os.kill(process.pid, signal.SIGKILL)  # the parent alone, as the OOM killer would
+    process.wait()
+    deadline = time.monotonic() + 2
+    while running(workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running(workers) == []
+
+
+@pytest.mark.parametrize("copies", [1, 2])  # one file in chunks; two files side by side
+def test_ctrl_c_stops_within_2_s_with_one_line_and_status_130(copies, large_trace, tmp_path):
+    paths = [large_trace]
+    for number in range(1, copies):
+        paths.append(tmp_path / f"copy{number}_train.json")
+        os.link(large_trace, paths[-1])
+    warehouse = tmp_path / "wh"
+    process, workers = start_ingest_with_workers(warehouse, *paths)
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: the whole process group
+    _, stderr = process.communicate(timeout=10)
+    assert time.monotonic() - started < 2
+    assert process.returncode == 130
+    assert stderr == "interrupted: files not yet committed were not written\n"
+    assert running(workers) == []
+    committed = Catalog(warehouse).entries()
+    assert all(entry.events == 14240 * 24 for entry in committed)  # whole or absent
+    assert not list(warehouse.glob("_tracewh/staging/*"))

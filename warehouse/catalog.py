@@ -22,6 +22,8 @@ import fcntl
 import json
 import os
 import shutil
+import signal
+import threading
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,6 +153,12 @@ class Catalog:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def clean_up(self):
+        """Remove what interrupted writers left (files of a commit they did not publish, their
+        staging directories), as the next writer would."""
+        with self.locked():
+            pass
+
     def find(self, entries, run, phase, rank, sha256):
         for entry in entries:
             if (entry.run, entry.phase, entry.rank, entry.sha256) == (run, phase, rank, sha256):
@@ -180,12 +188,13 @@ class Catalog:
             stale = [self.root / path for e in replaced for _, _, path in e.files()]
             if before_publish is not None:
                 before_publish(entry)
-            self._write_json(PENDING, {"added": [str(d) for _, d in moves]})
-            for source, target in moves:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(source, target)
-            self._publish(entries + [entry])
-            (self.state / PENDING).unlink()
+            with _interrupt_deferred():
+                self._write_json(PENDING, {"added": [str(d) for _, d in moves]})
+                for source, target in moves:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(source, target)
+                self._publish(entries + [entry])
+                (self.state / PENDING).unlink()
             for path in stale:
                 if path not in {d for _, d in moves}:
                     path.unlink(missing_ok=True)
@@ -228,6 +237,25 @@ class Catalog:
             pid = temporary.name.rsplit(".", 2)[-2]
             if not pid.isdigit() or not _process_alive(int(pid)):
                 temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _interrupt_deferred():
+    """Hold Ctrl-C while a commit moves files and publishes them: the commit completes, then
+    the interrupt is raised, so an interrupted ingest leaves no moved-but-unpublished files.
+    Python runs signal handlers in the main thread only, so only there is there one to hold."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda *_: received.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if received:
+        raise KeyboardInterrupt
 
 
 def _process_alive(pid):

@@ -1,7 +1,8 @@
 """The `tracewh` command line: a thin click layer over the library.
 
 Each command parses its options, calls one library function and prints. Errors a user can cause
-arrive as TracewhError and are printed as one line, `error: ...`, with exit status 2.
+arrive as TracewhError and are printed as one line, `error: ...`, with exit status 2; Ctrl-C is
+one line too, with status 130.
 """
 
 import importlib
@@ -26,6 +27,9 @@ COMMANDS = {
 }
 
 
+INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT
+
+
 class TracewhGroup(click.Group):
     """Loads each command's module when it is used, and turns TracewhError into one line on
     stderr and an exit status, without a traceback."""
@@ -46,6 +50,9 @@ class TracewhGroup(click.Group):
         except TracewhError as error:
             click.echo(f"error: {error}", err=True)
             ctx.exit(error.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C: what was committed stays, nothing else is written
+            click.echo("interrupted: files not yet committed were not written", err=True)
+            ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=TracewhGroup, context_settings={"help_option_names": ["-h", "--help"]})

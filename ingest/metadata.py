@@ -18,7 +18,7 @@ _SECRET_ASSIGNMENT = re.compile(
     r"[A-Za-z0-9_]*)=([^\s'\",;]+)", re.IGNORECASE)
 REDACTED = "<redacted>"
 
-_VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
+VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
                  "roctracer_version", "hip_runtime_version")
 
 
@@ -68,7 +68,7 @@ def trace_row(metadata, *, trace_id, sha256, source_path, size, events, world_si
         distributed = {}
     devices = metadata.get("deviceProperties") or []
     names = sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
-    known = {"schemaVersion", "baseTimeNanoseconds", "traceName", *_VERSION_KEYS}
+    known = {"schemaVersion", "baseTimeNanoseconds", "traceName", *VERSION_KEYS}
     row = {
         "trace_id": trace_id,
         "sha256": sha256,
@@ -88,7 +88,7 @@ def trace_row(metadata, *, trace_id, sha256, source_path, size, events, world_si
         "metadata": json.dumps({k: v for k, v in metadata.items() if k not in known},
                                default=str),
     }
-    for key in _VERSION_KEYS:
+    for key in VERSION_KEYS:
         row[key] = _text(metadata.get(key))
     return row
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import msgspec
 
+from ingest.metadata import VERSION_KEYS
+
 from .errors import UsageError
 
 # Per event table: the phase its rows imply (None: the row's `ph` column) and its columns
@@ -39,8 +41,6 @@ _COMMON = ("event_index", "category", "name", "pid", "tid", "ts_ns", "args", "ex
 _INTEGER = re.compile(r"-?[0-9]+")
 # The partition and capture every query of an export names: partitions prune to the rank's files.
 _SCOPE = "run = $run AND phase = $phase AND rank = $rank AND trace_id = $t"
-_VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
-                 "roctracer_version", "hip_runtime_version")
 
 
 @dataclass
@@ -221,13 +221,13 @@ def _header(connection, trace_id):
     """The trace's top-level keys but traceEvents, from its `traces` row."""
     row = connection.execute(
         "SELECT schema_version, base_time_ns, trace_name, metadata, "
-        f"{', '.join(_VERSION_KEYS)} FROM traces WHERE trace_id = ?", [trace_id]).fetchone()
+        f"{', '.join(VERSION_KEYS)} FROM traces WHERE trace_id = ?", [trace_id]).fetchone()
     schema_version, base_time, trace_name, metadata, *versions = row
     header = {}
     if schema_version is not None:
         header["schemaVersion"] = _number_or_text(schema_version)
     header.update(msgspec.json.decode(metadata or "{}", type=dict[str, msgspec.Raw]))
-    for key, value in zip(_VERSION_KEYS, versions):
+    for key, value in zip(VERSION_KEYS, versions):
         if value is not None:
             header[key] = _number_or_text(value)
     if trace_name is not None:

@@ -6,6 +6,7 @@ script to show its charts; one small inline script counts what each chart drew (
 counts in a real browser, and a chart that drew nothing is a console error).
 """
 
+import dataclasses
 import datetime
 import html
 from dataclasses import dataclass, field
@@ -56,9 +57,8 @@ def build_report(connection, run, phase=None, base=None, options=None):
         _steps(connection, scope),
     ]
     if base is not None:
-        options = options or DiffOptions()
-        options.phase = phase
-        sections += _diff(connection, base, run, options)
+        sections += _diff(connection, base, run,
+                          dataclasses.replace(options or DiffOptions(), phase=phase))
     return _page(connection, run, phase, base, sections)
 
 

@@ -9,7 +9,7 @@ from ..scope import check_runs, choose_phase
 from .options import phase_option
 
 
-@click.command()
+@click.command(short_help="A capture, or a window of it, as Chrome-trace JSON for Perfetto.")
 @click.argument("run")
 @click.option("--rank", type=click.IntRange(min=0), required=True, help="The rank to export.")
 @phase_option("The phase [default: the rank's only phase].")

@@ -10,7 +10,7 @@ from ..query import connect
 from .options import RULES_OPTION, phase_option
 
 
-@click.command()
+@click.command(short_help="A self-contained HTML report of a run (and its diff).")
 @click.argument("run")
 @click.option("--base", metavar="RUN", help="Also compare RUN against this run (the diff).")
 @phase_option("The phase [default: the run's only phase].")

@@ -100,7 +100,9 @@ class Catalog:
     def check_writable(self):
         """Refuse to write into a directory that holds other things (a source tree, say): a
         warehouse is a new or empty directory, or one with the catalog's state in it."""
-        if self.root.is_dir() and not self.state.is_dir() and any(self.root.iterdir()):
+        # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
+        names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
+        if names and STATE_DIR not in names:
             raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
                                  f"and no {STATE_DIR}/ (pass --warehouse DIR)")
 

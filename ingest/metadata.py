@@ -19,7 +19,7 @@ _SECRET_ASSIGNMENT = re.compile(
 REDACTED = "<redacted>"
 
 VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
-                 "roctracer_version", "hip_runtime_version")
+                "roctracer_version", "hip_runtime_version")
 
 
 def decode_metadata(raw_metadata):

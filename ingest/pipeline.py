@@ -27,12 +27,12 @@ from warehouse.catalog import TraceEntry
 from warehouse.errors import TraceError, printable
 
 from . import identity, reader
+from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
 from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .sources import file_digest, open_trace, stored_position
-from .jobs import JobSignature, first_start
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .workers import fork_context, worker_pool
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole

@@ -173,7 +173,8 @@ class TraceReader:
             self._fail("empty file: no JSON in it")
         first = self._buf[start : start + 1]
         if first == b"[":
-            if self._buf[self._skip_whitespace(start + 1):][:1] == b"[":
+            element = self._skip_whitespace(start + 1)
+            if self._buf[element : element + 1] == b"[":
                 self._fail("not a trace: a JSON array of arrays, not of events; it looks like a "
                            "PyTorch memory timeline (export_memory_timeline): ingest the trace "
                            "that export_chrome_trace or on_trace_ready writes", start)

@@ -95,11 +95,11 @@ class Catalog:
         if not self.root.is_dir():
             raise WarehouseError(f"no warehouse at {self.root}: the directory does not exist "
                                  "(ingest traces into it first, or pass --warehouse DIR)")
-        self.check_writable()
+        self.check_not_foreign()
 
-    def check_writable(self):
-        """Refuse to write into a directory that holds other things (a source tree, say): a
-        warehouse is a new or empty directory, or one with the catalog's state in it."""
+    def check_not_foreign(self):
+        """Refuse a directory that holds other things (a source tree, say), for reading or
+        writing: a warehouse is a new or empty directory, or one with the catalog's state."""
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
         names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
         if names and STATE_DIR not in names:

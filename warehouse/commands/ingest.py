@@ -59,7 +59,7 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
         phase=phase,
         rank=rank, tags=dict(parse_tag(t) for t in tags), replace=replace, strict=strict,
         keep_secrets=keep_secrets, jobs=jobs)
-    catalog.check_writable()
+    catalog.check_not_foreign()
     files = expand_inputs(paths)
     keep_freed_memory()
     with _progress(files) as progress:
@@ -80,8 +80,8 @@ def _progress(files):
     """The progress callbacks of ingest_paths, drawing on stderr when it is a terminal: a bar
     of files for several, a bar of bytes for one large file."""
     terminal = sys.stderr.isatty()
-    if len(files) == 1 and os.path.getsize(files[0]) >= BYTE_BAR_MIN:
-        size = os.path.getsize(files[0])
+    size = os.path.getsize(files[0]) if len(files) == 1 else 0
+    if size >= BYTE_BAR_MIN:
         with click.progressbar(length=size, file=sys.stderr, hidden=not terminal,
                                label=f"ingesting {files[0].name} ({size / 1e6:,.0f} MB)") as bar:
             yield {"on_bytes": lambda _path, done: bar.update(done - bar.pos)}

@@ -4,7 +4,6 @@ metric over many runs). The figures come from the SQL library (`run_diff_with`,
 contract and renders the report.
 """
 
-import difflib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from . import output
 from .errors import UsageError
 from .query import run_query
-from .scope import check_runs, check_scope
+from .scope import check_runs, check_scope, did_you_mean
 
 KEYS = ("name", "short_name", "class")
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns")
@@ -197,6 +196,5 @@ def _check_kernel(connection, name):
     names = [row[0] for row in connection.execute(
         "SELECT DISTINCT short_name FROM kernel_name_classes WHERE short_name IS NOT NULL")
         .fetchall()]
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise UsageError(f"no kernel named {name!r} in any run (by full or short name){hint}")
+    raise UsageError(f"no kernel named {name!r} in any run (by full or short name)"
+                     f"{did_you_mean(name, names)}")

@@ -141,12 +141,15 @@ def _live_modules():
 
 
 def check_read_only(connection, sql):
-    """Refuse statements that write, copy out, attach, install or change settings."""
-    for statement in _statements(connection, sql):
+    """Refuse statements that write, copy out, attach, install or change settings; return the
+    statements."""
+    statements = _statements(connection, sql)
+    for statement in statements:
         kind = statement.type.name
         if kind not in READ_ONLY_STATEMENTS:
             raise QueryError(f"{kind} statements are refused: queries are read-only "
                              "(use --allow-write to run them)")
+    return statements
 
 
 def _statements(connection, sql):
@@ -179,11 +182,10 @@ def run_query(connection, sql, allow_write=False, params=None):
 def run_statements(connection, sql, allow_write=False):
     """Execute every statement of `sql`; return the (column names, rows) of each one that
     returns rows, in order (or the single empty result of statements that return none)."""
-    if not allow_write:
-        check_read_only(connection, sql)
+    statements = _statements(connection, sql) if allow_write else check_read_only(connection, sql)
     results = []
     try:
-        for statement in _statements(connection, sql):
+        for statement in statements:
             results.append(_result(connection.execute(statement)))
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None

@@ -20,10 +20,15 @@ def check_runs(connection, *runs):
             continue
         if not known:
             raise UsageError(f"unknown run {run!r}: the warehouse is empty")
-        close = difflib.get_close_matches(run, known, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise UsageError(f"unknown run {run!r}{hint} (`tracewh runs` lists the {len(known)} "
-                         f"run{'s' if len(known) != 1 else ''})")
+        runs_word = "run" if len(known) == 1 else "runs"
+        raise UsageError(f"unknown run {run!r}{did_you_mean(run, known)} (`tracewh runs` "
+                         f"lists the {len(known)} {runs_word})")
+
+
+def did_you_mean(name, candidates):
+    """'; did you mean 'a', 'b'?' with the candidates closest to a mistyped name, or ''."""
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
 
 
 def check_scope(connection, runs, phase, rank):

@@ -318,7 +318,8 @@ h1 { font-size: 22px; margin: 20px 0 4px; } h2 { font-size: 17px; margin: 28px 0
 .facts { color: #555; margin: 0 0 12px; }
 nav { display: flex; flex-wrap: wrap; gap: 4px 14px; padding-bottom: 10px; }
 nav a { white-space: nowrap; }
-figure.chart { margin: 8px 0; overflow-x: auto; } figure.chart svg { max-width: 100%; height: auto; }
+figure.chart { margin: 8px 0; overflow-x: auto; }
+figure.chart svg { max-width: 100%; height: auto; }
 p.caption { color: #444; max-width: 900px; margin: 4px 0 8px; }
 .numbers { max-height: 320px; overflow: auto; border: 1px solid #eee; margin-bottom: 8px; }
 table { border-collapse: collapse; font-size: 12px; }

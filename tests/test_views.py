@@ -8,7 +8,9 @@ import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from warehouse.query import library, transpile
+from ingest.schema import TABLES
+from warehouse.query import library, library_in_order, table_view_sql, transpile
+from warehouse.rules import create_rules_table, default_rules
 
 from .conftest import EXAMPLES, SHARED, load_reference, require, shared
 from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,
@@ -250,6 +252,19 @@ def test_rank_gpu_time_matches_reference(captures, offsets):
     span = sum(max(spans[i][1] for i in group) - min(spans[i][0] for i in group)
                for group in capture_groups(spans))
     assert result == [(union_length(everything["busy"]), comm, compute, overlap, span)]
+
+
+def test_views_are_defined_once_each_after_what_it_reads():
+    """Each library module, in the order connections define them, binds on the first try:
+    every view or macro it reads exists already."""
+    ordered = library_in_order()
+    assert sorted(ordered) == sorted(text for _, text in library().values())
+    connection = duckdb.connect()
+    for table in TABLES.values():
+        connection.execute(table_view_sql(table, []))
+    create_rules_table(connection, default_rules())
+    for text in ordered:
+        connection.execute(text)  # a CatalogException here: a view before its input
 
 
 @pytest.mark.parametrize("dialect", ["spark", "trino"])

@@ -5,6 +5,7 @@ meanwhile is either wholly in or wholly out), with the Hive partition columns fi
 connection is in-memory; nothing is written unless the caller allows it.
 """
 
+import functools
 import importlib.resources
 import itertools
 import re
@@ -63,6 +64,41 @@ def library():
     return views
 
 
+_DEFINES = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
+_COMMENT = re.compile(r"--[^\n]*")
+_WORD = re.compile(r"\w+")
+
+
+@functools.cache
+def library_in_order():
+    """The library's SQL texts, each after the modules whose views or macros it uses, so that
+    a connection defines every view once (defining in file order took 56 attempts for 25
+    modules, each failed one binding its inputs for nothing)."""
+    modules = {name: text for name, (_, text) in library().items()}
+    defined_by = {defined: name for name, text in modules.items()
+                  for defined in _DEFINES.findall(text)}
+    needs = {name: sorted({defined_by[word] for word in _WORD.findall(_COMMENT.sub("", text))
+                           if defined_by.get(word, name) != name})
+             for name, text in modules.items()}
+    ordered, placed, visiting = [], set(), set()
+
+    def place(name):
+        if name in placed:
+            return
+        if name in visiting:
+            raise RuntimeError(f"the SQL library's views depend on each other in a cycle "
+                               f"through {name}")
+        visiting.add(name)
+        for needed in needs[name]:
+            place(needed)
+        placed.add(name)
+        ordered.append(modules[name])
+
+    for name in sorted(modules):
+        place(name)
+    return tuple(ordered)
+
+
 def describe(sql_text):
     """The first sentence of a module's header comment."""
     match = _HEADER_COMMENT.match(sql_text)
@@ -106,18 +142,8 @@ def connect(root, rules_file=None):
         connection.execute(table_view_sql(table, [str(f) for f in files.get(table.name, [])]))
     rules = effective_rules(root, rules_file)
     create_rules_table(connection, rules)
-    pending = [text for _, text in library().values()]
-    # Views may build on each other: define them until no more succeed.
-    while pending:
-        failed = []
-        for text in pending:
-            try:
-                connection.execute(text)
-            except duckdb.CatalogException:
-                failed.append(text)
-        if len(failed) == len(pending):
-            connection.execute(failed[0])  # raise the real error
-        pending = failed
+    for text in library_in_order():
+        connection.execute(text)
     if not _cached_classes_apply(entries, rules):
         for module in _live_modules():
             connection.execute(module)

@@ -128,7 +128,7 @@ def test_gpu_idle_is_span_minus_busy(tracewh, sql):
 
 @pytest.mark.parametrize("second", [
     EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",  # same moments: one group
-    SHARED / "hta/nccl_parser_config/nccl_data.json.gz",  # 248 days later: two groups
+    SHARED / "hta/nccl_parser_config/nccl_data.json.gz",  # 258 days later: two groups
 ])
 def test_idle_time_is_measured_within_captures_never_between(second, tracewh, sql):
     """A rank captured twice, months apart: the months between are not GPU idle time."""

@@ -120,8 +120,7 @@ def _events_in(connection, where, trace_id, start, end):
     timed = " UNION ALL ".join(f"SELECT ts_ns, dur_ns FROM {table} WHERE {_SCOPE}"
                                for table in ("cpu_ops", "kernels", "runtime"))
     (count,) = connection.execute(
-        f"SELECT count(*) FROM ({timed}) WHERE ts_ns < $end "
-        "AND coalesce(ts_ns + dur_ns, ts_ns) >= $start",
+        f"SELECT count(*) FROM ({timed}) WHERE {_overlaps(has_dur=True)}",
         _parameters(where, trace_id, start=start, end=end)).fetchone()
     return count
 
@@ -188,8 +187,14 @@ def _select(table, own, window):
         return (f"{sql} AND (category, id) IN (SELECT category, id FROM flows "
                 f"WHERE {_SCOPE} GROUP BY category, id "
                 "HAVING min(ts_ns) >= $start AND max(ts_ns) < $end)"), bounded
-    end = "coalesce(ts_ns + dur_ns, ts_ns)" if "dur_ns" in own else "ts_ns"
-    return f"{sql} AND ts_ns < $end AND {end} >= $start", bounded
+    return f"{sql} AND {_overlaps('dur_ns' in own)}", bounded
+
+
+def _overlaps(has_dur):
+    """The condition of an event that overlaps the window [$start, $end): one that starts
+    before its end and ends (or, without a duration, starts) at or after its start."""
+    end = "coalesce(ts_ns + dur_ns, ts_ns)" if has_dur else "ts_ns"
+    return f"ts_ns < $end AND {end} >= $start"
 
 
 def _event(record, implied_ph, base):

@@ -1,15 +1,14 @@
 """Ingesting trace files: read, normalise, stage, commit.
 
 One file: its chunks are normalised in worker processes when it is large (the JSON decoding and
-column building are CPU-bound), written to a staging directory in order, and committed to the
-catalog, which makes every table's rows visible at once. Several files: each is ingested whole
-by one worker, `jobs` at a time. A file that fails leaves nothing behind; the others go on
-unless `strict`.
+column building are CPU-bound) and written to a staging directory in order. Several files: each
+is staged whole by one worker, `jobs` at a time. This process commits each staged file to the
+catalog, which makes every table's rows visible at once. A file that fails leaves nothing
+behind; the others go on unless `strict`.
 """
 
 import concurrent.futures
 import contextlib
-import datetime
 import functools
 import io
 import os
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from warehouse.catalog import TraceEntry
+from warehouse.catalog import StagedTrace
 from warehouse.errors import TraceError, printable
 
 from . import identity, reader
@@ -34,7 +33,7 @@ from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .sources import file_digest, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
-from .workers import fork_context, worker_pool
+from .workers import worker_pool
 from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
 
 
@@ -127,108 +126,199 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     as each finishes, and, when files are ingested one after another, `on_bytes(path, done)`
     as the bytes of a file (as stored) are read and normalised: for progress. With
     `options.strict`, the first failure stops the rest: files not committed by then are
-    `skipped`, and none of them is written."""
-    if options.jobs > 1 and len(paths) > 1:
-        try:
-            return _ingest_files_in_parallel(catalog, paths, options, on_done)
-        except KeyboardInterrupt:  # the workers are gone: so are their staging files
-            catalog.clean_up()
-            raise
-    outcomes = []
-    pool = None
-    with contextlib.ExitStack() as stack:
-        for path in paths:
-            if options.strict and any(o.status == "failed" for o in outcomes):
-                outcomes.append(IngestOutcome(printable(path), "skipped"))
-                continue
-            if pool is None and options.jobs > 1 and os.path.getsize(path) > reader.BLOCK_SIZE:
+    `skipped`, and none of them is written. Worker processes only stage files; this process
+    commits them, so it alone touches the Delta logs."""
+    parallel_files = options.jobs > 1 and len(paths) > 1
+    try:
+        with contextlib.ExitStack() as stack:
+            pool = None
+            if parallel_files or (options.jobs > 1 and any(_large(path) for path in paths)):
+                # Forked first, before this process starts threads (hashing, delta-rs).
                 pool = stack.enter_context(worker_pool(options.jobs))
-            outcomes.append(_ingest_one(catalog, path, options, pool, on_bytes))
-            if on_done:
-                on_done(outcomes[-1])
+            with catalog.locked():  # every table exists, an interrupted commit is undone
+                replace_up_to = catalog.snapshot().seq
+            committer = _Committer(catalog, options, replace_up_to)
+            if parallel_files:
+                return _ingest_files_in_parallel(committer, paths, pool, on_done)
+            return _ingest_files_in_turn(committer, paths, pool, on_done, on_bytes)
+    except KeyboardInterrupt:  # the workers are gone: so are their staging files
+        catalog.clean_up()
+        raise
+
+
+def _large(path):
+    try:
+        return os.path.getsize(path) > reader.BLOCK_SIZE
+    except OSError:
+        return False
+
+
+def _ingest_files_in_turn(committer, paths, pool, on_done, on_bytes):
+    outcomes = []
+    for path in paths:
+        if committer.options.strict and any(o.status == "failed" for o in outcomes):
+            outcomes.append(IngestOutcome(printable(path), "skipped"))
+            continue
+        started = time.monotonic()
+        outcome = committer.known(path)
+        if outcome is None:
+            file_progress = functools.partial(on_bytes, path) if on_bytes else None
+            outcome = committer.commit(_stage_file(committer.catalog, path, committer.options,
+                                                   pool, file_progress))
+        outcome.started, outcome.finished = started, time.monotonic()
+        outcomes.append(outcome)
+        if on_done:
+            on_done(outcome)
     return outcomes
 
 
-# In a worker of a parallel ingest of several files: set once a file has failed under strict,
-# so that files still running do not commit (see _ingest_files_in_parallel).
-_stop_committing = None
-
-
-def _share_stop_event(event):
-    global _stop_committing
-    _stop_committing = event
-
-
-def _commit_stopped():
-    return _stop_committing is not None and _stop_committing.is_set()
-
-
-def _ingest_files_in_parallel(catalog, paths, options, on_done):
-    """Each file whole in a worker, `jobs` at a time. Under strict, the first failure (in
-    time) cancels the files not started and tells the running ones not to commit."""
-    stop = fork_context().Event()
+def _ingest_files_in_parallel(committer, paths, pool, on_done):
+    """Each file staged whole in a worker, `jobs` at a time, and committed here as it comes.
+    Under strict, the first failure (in time) cancels the files not started, and files
+    staged after it are not committed."""
     outcomes = [IngestOutcome(printable(path), "skipped") for path in paths]
-    with worker_pool(options.jobs, _share_stop_event, (stop,)) as pool:
-        futures = {pool.submit(_ingest_one, catalog, path, options, None): index
-                   for index, path in enumerate(paths)}
-        for future in concurrent.futures.as_completed(futures):
-            if future.cancelled():
-                continue
-            outcome = outcomes[futures[future]] = future.result()
+    futures, started = {}, {}
+    for index, path in enumerate(paths):
+        started[index] = time.monotonic()
+        known = committer.known(path)
+        if known is not None:
+            outcomes[index] = known
+            continue
+        futures[pool.submit(_stage_file, committer.catalog, path, committer.options)] = index
+    for index, outcome in enumerate(outcomes):
+        if outcome.status == "unchanged":
+            outcome.started = outcome.finished = started[index]
             if on_done:
                 on_done(outcome)
-            if options.strict and outcome.status == "failed":
-                stop.set()
-                for rest in futures:
-                    rest.cancel()
+    stopped = False
+    for future in concurrent.futures.as_completed(futures):
+        if future.cancelled():
+            continue
+        index = futures[future]
+        staged = future.result()
+        if stopped:
+            staged.discard()
+            continue
+        outcome = outcomes[index] = committer.commit(staged)
+        outcome.started = started[index]
+        if on_done:
+            on_done(outcome)
+        if committer.options.strict and outcome.status == "failed":
+            stopped = True
+            for rest in futures:
+                rest.cancel()
     return outcomes
 
 
-def _ingest_one(catalog, path, options, pool, on_bytes=None):
-    started = time.monotonic()
+class _Committer:
+    """Commits staged files in this process; knows which files the warehouse already holds."""
+
+    def __init__(self, catalog, options, replace_up_to):
+        self.catalog = catalog
+        self.options = options
+        self.replace_up_to = replace_up_to
+        self._stored = {}  # {(run, phase): [StoredTrace]}, read once per ingest
+
+    def known(self, path):
+        """The outcome `unchanged` when a small file is already stored in its run/phase (and
+        rank, when given): known without parsing it. Larger files are hashed while they are
+        parsed, and the commit finds out."""
+        if self.options.replace:
+            return None
+        try:
+            if os.path.getsize(path) > HASH_FIRST_LIMIT:
+                return None
+            sha256, _ = file_digest(path)
+        except OSError:
+            return None  # staging reports it
+        run = identity.resolve_run(self.options.run, path)
+        phase = identity.resolve_phase(self.options.phase, path)
+        if (run, phase) not in self._stored:
+            self._stored[run, phase] = self.catalog.stored_traces(run, phase)
+        for trace in self._stored[run, phase]:
+            if trace.sha256 == sha256 and self.options.rank in (None, trace.rank):
+                return _unchanged(path, trace)
+        return None
+
+    def commit(self, staged):
+        if isinstance(staged, IngestOutcome):  # failed
+            return staged
+        try:
+            result = self.catalog.commit(
+                staged.trace, staged.staging, replace=self.options.replace,
+                replace_up_to=self.replace_up_to, before_publish=staged.stage_trace_row)
+        except OSError as error:  # the warehouse side: disk full, no permission
+            staged.discard()
+            return _warehouse_failure(staged.outcome.path, self.catalog, error)
+        if result.status == "unchanged":
+            return _unchanged(staged.outcome.path, result.trace)
+        outcome = staged.outcome
+        outcome.status, outcome.finished = result.status, time.monotonic()
+        return outcome
+
+
+def _unchanged(path, trace):
+    return IngestOutcome(printable(path), "unchanged", trace.run, trace.phase, trace.rank,
+                         trace.events, trace.bytes, tags=trace.tags)
+
+
+def _warehouse_failure(path, catalog, error):
+    return IngestOutcome(path, "failed",
+                         error=f"{path}: cannot write to the warehouse "
+                               f"{printable(catalog.root)}: {error.strerror or error}")
+
+
+@dataclass
+class StagedFile:
+    """A file read, normalised and staged, with the outcome it will have once committed."""
+
+    trace: StagedTrace
+    staging: object  # Path of the staging directory
+    row: dict  # its `traces` row, but for the commit's sequence number and time
+    outcome: IngestOutcome
+
+    def stage_trace_row(self, seq, committed_at):
+        self.row["ingest_seq"], self.row["ingested_at"] = seq, committed_at
+        write_whole(self.staging, "traces", [self.row])
+
+    def discard(self):
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _stage_file(catalog, path, options, pool=None, on_bytes=None):
+    """Stage one file: a StagedFile, or a failed IngestOutcome (its staging removed)."""
     staging = None
     try:
         staging = catalog.new_staging_dir()
-        file_progress = functools.partial(on_bytes, path) if on_bytes else None
-        outcome = ingest_file(catalog, path, options, staging, pool, file_progress)
+        return stage_file(path, options, staging, pool, on_bytes)
     except TraceError as error:
         outcome = IngestOutcome(printable(path), "failed", error=str(error))
     except OSError as error:  # the warehouse side: disk full, no permission
-        outcome = IngestOutcome(printable(path), "failed",
-                                error=f"{printable(path)}: cannot write to the warehouse "
-                                      f"{printable(catalog.root)}: {error.strerror or error}")
-    finally:
-        if staging is not None and staging.exists():
+        outcome = _warehouse_failure(printable(path), catalog, error)
+    except BaseException:
+        if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    outcome.started, outcome.finished = started, time.monotonic()
+        raise
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+    outcome.finished = time.monotonic()
     return outcome
 
 
-def ingest_file(catalog, path, options, staging, pool=None, on_bytes=None):
-    """Ingest one file through `staging`; raise TraceError if it cannot be. `on_bytes(done)`
-    is told how many bytes of the file (as stored) are behind each normalised chunk."""
+def stage_file(path, options, staging, pool=None, on_bytes=None):
+    """Read, normalise and stage one file into `staging`; raise TraceError if it cannot be.
+    `on_bytes(done)` is told how many bytes of the file (as stored) are behind each
+    normalised chunk."""
     trace_id = uuid.uuid4().hex[:16]
     run = identity.resolve_run(options.run, path)
     phase = identity.resolve_phase(options.phase, path)
     try:
-        size = os.path.getsize(path)
+        os.path.getsize(path)
     except OSError as error:
         raise TraceError(path, f"cannot read: {error.strerror}") from None
     hashing = concurrent.futures.ThreadPoolExecutor(1)
-    digest = hashing.submit(file_digest, path)
+    digest = hashing.submit(file_digest, path)  # hashlib releases the GIL: hashed as parsed
     hashing.shutdown(wait=False)
-    if size <= HASH_FIRST_LIMIT:
-        # Cheap enough to know before parsing whether the file is already there. Larger files
-        # are hashed while they are parsed (hashlib releases the GIL); the commit then finds
-        # out, and a re-ingest costs a parse.
-        known = [e for e in catalog.entries()
-                 if e.sha256 == _digest(digest, path)[0] and (e.run, e.phase) == (run, phase)
-                 and (options.rank is None or e.rank == options.rank)]
-        if known and not options.replace:
-            entry = known[0]
-            return IngestOutcome(printable(path), "unchanged", entry.run, entry.phase, entry.rank,
-                                 entry.events, entry.bytes, tags=entry.tags)
-
     base_guess = guess_base_time(path)
     try:
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
@@ -273,24 +363,14 @@ def ingest_file(catalog, path, options, staging, pool=None, on_bytes=None):
         parts["devices"] = [0]
     parts["traces"] = [0]
 
-    def stage_trace_row(entry):
-        row["ingest_seq"] = entry.seq
-        row["ingested_at"] = datetime.datetime.fromisoformat(entry.committed_at)
-        write_whole(staging, "traces", [row])
-
-    entry = TraceEntry(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
-                       parts=dict(parts), events=events, bytes=size,
-                       interval_rules=interval_rules,
-                       source_path=printable(os.path.abspath(path)), tags=options.tags)
-    if _commit_stopped():  # another file failed under strict while this one was read
-        return IngestOutcome(printable(path), "skipped")
-    result = catalog.commit(entry, staging, replace=options.replace,
-                            before_publish=stage_trace_row)
+    trace = StagedTrace(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
+                        parts=dict(parts), class_rules=interval_rules)
     job = JobSignature(row["world_size"], tuple(row["device_names"] or ()),
                        None if staged.first_ns is None
                        else staged.first_ns + base_time - base_guess)
-    return IngestOutcome(printable(path), result.status, run, phase, rank, events, size,
-                         warnings=notes, job=job, tags=result.entry.tags)
+    outcome = IngestOutcome(printable(path), "staged", run, phase, rank, events, size,
+                            warnings=notes, job=job, tags=options.tags)
+    return StagedFile(trace, staging, row, outcome)
 
 
 def _digest(future, path):

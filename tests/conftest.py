@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from warehouse.catalog import Catalog
 from warehouse.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +39,13 @@ def load_reference(path):
         raw = gzip.decompress(raw)
     document = json.loads(raw, parse_float=Decimal)
     return document if isinstance(document, dict) else {"traceEvents": document}
+
+
+def live_files(warehouse):
+    """The absolute paths of every file the warehouse's snapshot reads."""
+    catalog = Catalog(warehouse)
+    return [warehouse / table / f.path
+            for table, files in catalog.snapshot().files(warehouse).items() for f in files]
 
 
 @pytest.fixture

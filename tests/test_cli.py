@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from warehouse.catalog import Catalog
 from warehouse.cli import cli
 
-from .conftest import EXAMPLES, ROOT, shared
+from .conftest import EXAMPLES, ROOT, live_files, shared
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
@@ -136,17 +136,17 @@ def test_kill_midway_leaves_no_partial_partition(tmp_path):
         time.sleep(delay)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        entries = Catalog(warehouse).entries()
-        for entry in entries:  # whatever is committed is whole
-            for _, _, path in entry.files():
-                assert (warehouse / path).is_file()
+        for path in live_files(warehouse):  # whatever is committed is whole
+            assert path.is_file()
     subprocess.run(command, env=env, check=True, capture_output=True)
-    (entry,) = Catalog(warehouse).entries()
-    assert entry.events == 14240 * 8
-    committed = {str(warehouse / p) for _, _, p in entry.files()}
-    on_disk = {str(p) for p in warehouse.rglob("*.parquet")}
-    assert on_disk == committed  # no orphans
+    (trace,) = Catalog(warehouse).stored_traces(run=None)
+    assert trace.events == 14240 * 8
+    committed = live_files(warehouse)
+    assert {p.name.split("-")[0] for p in committed} == {trace.trace_id}  # no orphans live
     assert not list((warehouse / "_tracewh" / "staging").iterdir())
+    subprocess.run([*command[:5], "vacuum", "--retain", "0"], env=env, check=True,
+                   capture_output=True)
+    assert set(warehouse.rglob("*.parquet")) == set(committed)  # and none left on disk
 
 
 def test_concurrent_ingests_all_land(tmp_path):
@@ -159,9 +159,9 @@ def test_concurrent_ingests_all_land(tmp_path):
                  for path in sorted(EXAMPLES.glob("*.gz"))]
     for process in processes:
         assert process.wait() == 0, process.stderr.read()
-    entries = Catalog(warehouse).entries()
-    assert sorted(e.rank for e in entries) == list(range(8))
-    assert sorted(e.seq for e in entries) == list(range(1, 9))
+    traces = Catalog(warehouse).stored_traces(run=None)
+    assert sorted(t.rank for t in traces) == list(range(8))
+    assert sorted(t.ingest_seq for t in traces) == list(range(1, 9))
 
 
 def test_queries_during_ingests_see_whole_traces(tmp_path):
@@ -312,6 +312,12 @@ def large_trace(tmp_path_factory):
     return big
 
 
+def _default_sigint():
+    """Ctrl-C as in a terminal: a shell starts background jobs (a CI runner's, say) with
+    SIGINT ignored, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_ingest_with_workers(warehouse, *paths):
     """An ingest in its own process group, once its two workers are running: (process, worker
     pids)."""
@@ -319,7 +325,7 @@ def start_ingest_with_workers(warehouse, *paths):
         [sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(warehouse), "ingest",
          *map(str, paths), "--run", "big", "--jobs", "2"], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 10
     workers = []
     while len(workers) < 2 and time.monotonic() < deadline:
@@ -369,6 +375,6 @@ def test_ctrl_c_stops_within_2_s_with_one_line_and_status_130(copies, large_trac
     assert process.returncode == 130
     assert stderr == "interrupted: files not yet committed were not written\n"
     assert running(workers) == []
-    committed = Catalog(warehouse).entries()
-    assert all(entry.events == 14240 * 24 for entry in committed)  # whole or absent
+    committed = Catalog(warehouse).stored_traces(run=None)
+    assert all(trace.events == 14240 * 24 for trace in committed)  # whole or absent
     assert not list(warehouse.glob("_tracewh/staging/*"))

@@ -54,13 +54,14 @@ def check_ingest(data, name="trace.json"):
         files = sorted((Path(directory) / "wh").rglob("*.parquet"))
         if outcome.status == "failed":
             assert outcome.error.startswith(f"{path}: ") and "\n" not in outcome.error
-            assert files == [] and catalog.entries() == []
+            assert files == [] and catalog.stored_traces(run=None) == []
             return None
-        (entry,) = catalog.entries()
-        assert {str(Path(directory) / "wh" / p) for _, _, p in entry.files()} == \
-            {str(f) for f in files}
-        return {table: [row for name, _, path in entry.files() if name == table
-                        for row in pq.read_table(Path(directory) / "wh" / path).to_pylist()]
+        assert len(catalog.stored_traces(run=None)) == 1
+        live = catalog.snapshot().files(catalog.root)
+        assert {catalog.root / table / f.path for table in live for f in live[table]} == \
+            set(files)
+        return {table: [row for f in live[table]
+                        for row in pq.read_table(catalog.root / table / f.path).to_pylist()]
                 for table in EVENT_TABLES}
 
 

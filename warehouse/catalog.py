@@ -1,21 +1,28 @@
-"""The catalog: which Parquet files of a warehouse are committed.
+"""The catalog: every table of a warehouse is a Delta Lake table, and one commit of `traces`
+says which version of every table makes a consistent snapshot.
 
 Layout of a warehouse directory:
 
-    <table>/run=<run>/phase=<phase>/rank=<rank>/<trace_id>.parquet   Hive partitions
-    _tracewh/manifest.json    the committed traces (and the files each one has)
-    _tracewh/staging/<pid>-<random>/    files being written by an ingest
-    _tracewh/lock             flock'ed by writers while they commit
+    <table>/_delta_log/                         the table's Delta log
+    <table>/run=<run>/phase=<phase>/rank=<rank>/<trace_id>-<part>.parquet
+    _tracewh/staging/<pid>-<random>/            files being written by an ingest
+    _tracewh/lock                               flock'ed by writers while they commit
 
-An ingest writes every table of a trace into its own staging directory first; the commit then
-moves the files into their partitions and replaces the manifest by an atomic rename, under the
-lock. Readers take the file list from the manifest, so a trace becomes visible in every table
-at once, and a crash leaves at worst files that no manifest names: the next command that opens
-the warehouse for writing removes them (the journal `_tracewh/pending.json` says which), along
-with staging directories of processes that no longer run. Directories starting with `_` are
-skipped by Spark, Hive and Trino, so tools reading the partitions directly are not confused.
+A trace is committed table by table, `traces` last: its rows in the event tables first, each
+table one Delta commit, then its `traces` row, in a commit whose commitInfo carries the
+versions of all the other tables at that moment (`"tracewh": {"versions": ...}`: the
+*pointer*). tracewh reads every table at the versions of the newest pointer, so a query sees
+each trace whole or not at all, and a --replace old or new, never both. A reader of one raw
+table sees its newest version: rows of a trace being committed can be there a moment before
+its `traces` row (join on `traces` to exclude them), and after a writer was killed, until the
+next writer rolls the tables back to the pointer with Delta remove and add actions.
+
+Every file tracewh writes is named after its trace, so what a trace owns is known from the
+log alone. Files a commit retires stay on disk (older versions still name them) until
+`vacuum`. Directories starting with `_` are skipped by Spark, Hive and Trino.
 """
 
+import concurrent.futures
 import contextlib
 import datetime
 import fcntl
@@ -25,20 +32,26 @@ import shutil
 import signal
 import threading
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from ingest.schema import TABLES
+
+from . import delta
+from .delta import DataFile
 from .errors import WarehouseError
 
 STATE_DIR = "_tracewh"
-MANIFEST = "manifest.json"
-PENDING = "pending.json"
-FORMAT_VERSION = 4  # 2: name_id and kernel_names; 3: gpu_intervals; 4: gpu_time
+FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
+TRACES = "traces"
+OLD_MANIFEST = "manifest.json"
 
 
 @dataclass
-class TraceEntry:
-    """One committed trace: where its rows are and what it was."""
+class StagedTrace:
+    """A trace whose files are staged, ready to commit."""
 
     trace_id: str
     sha256: str
@@ -46,31 +59,58 @@ class TraceEntry:
     phase: str
     rank: int
     parts: dict  # {table: [part numbers]}
-    events: int
-    bytes: int
-    source_path: str
-    tags: dict = field(default_factory=dict)
-    seq: int = 0
-    committed_at: str = ""
-    interval_rules: str = ""  # fingerprint of the rules behind its gpu_intervals classes
+    class_rules: str = ""  # fingerprint of the rules behind its gpu_intervals/gpu_time classes
 
     def partition(self):
         return f"run={self.run}/phase={self.phase}/rank={self.rank}"
 
-    def file_of(self, table, part):
-        return f"{table}/{self.partition()}/{self.trace_id}-{part:05d}.parquet"
+    def data_file(self, table, part, root):
+        path = f"{self.partition()}/{self.trace_id}-{part:05d}.parquet"
+        return DataFile(path, self.run, self.phase, self.rank,
+                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows,
+                        (Path(root) / table / path).stat().st_size)
 
-    def files(self):
-        """(table, part, relative path) of every file of the trace."""
-        return [(table, part, self.file_of(table, part))
-                for table, parts in self.parts.items() for part in parts]
+
+@dataclass
+class StoredTrace:
+    """A committed trace, as its `traces` row says."""
+
+    trace_id: str
+    sha256: str
+    run: str
+    phase: str
+    rank: int
+    events: int
+    bytes: int
+    tags: dict
+    ingest_seq: int
 
 
 @dataclass
 class CommitResult:
-    entry: TraceEntry
+    trace: StoredTrace | None  # the trace already there, when "unchanged"
     status: str  # "ingested", "unchanged" (same file already there) or "replaced"
     replaced: list = field(default_factory=list)
+
+
+@dataclass
+class Snapshot:
+    """A consistent state of every table: the pointer's versions and the commit count."""
+
+    versions: dict  # {table: version}
+    seq: int
+    class_rules: tuple  # fingerprints of the class rules any live trace was stored with
+
+    def files(self, root, run=None):
+        """{table: [DataFile]} at the snapshot's versions (optionally of one run)."""
+        tables = [name for name in TABLES if (Path(root) / name / delta.LOG_DIR).is_dir()]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
+            found = pool.map(lambda name: delta.live_files(Path(root) / name,
+                                                            self.versions[name], run), tables)
+            return dict(zip(tables, found))
+
+
+EMPTY_SNAPSHOT = Snapshot({}, 0, ())
 
 
 def staged_name(table, part):
@@ -87,6 +127,9 @@ class Catalog:
         self.root = Path(root)
         self.state = self.root / STATE_DIR
 
+    def table_path(self, table):
+        return self.root / table
+
     # -- reading ------------------------------------------------------------------------------
 
     def check_readable(self):
@@ -98,43 +141,52 @@ class Catalog:
         self.check_not_foreign()
 
     def check_not_foreign(self):
-        """Refuse a directory that holds other things (a source tree, say), for reading or
-        writing: a warehouse is a new or empty directory, or one with the catalog's state."""
+        """Refuse a directory that holds other things (a source tree, say), and a warehouse
+        of an earlier tracewh, for reading or writing: a warehouse is a new or empty
+        directory, or one with the catalog's state."""
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
         names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
         if names and STATE_DIR not in names:
             raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
                                  f"and no {STATE_DIR}/ (pass --warehouse DIR)")
-
-    def entries(self):
-        """The committed traces, in commit order. An absent warehouse has none."""
-        path = self.state / MANIFEST
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise WarehouseError(f"{path}: cannot read the manifest: {error.strerror}") from None
-        try:
-            document = json.loads(text)
-            version = document.get("format")
-            entries = [TraceEntry(**item) for item in document["traces"]]
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise WarehouseError(f"{path}: corrupt manifest ({error})") from None
-        if version != FORMAT_VERSION:
-            raise WarehouseError(f"{self.root}: warehouse format {version}, this tracewh reads "
-                                 f"format {FORMAT_VERSION}: ingest the traces into a new one")
-        return entries
+        if (self.state / OLD_MANIFEST).exists():
+            raise WarehouseError(f"{self.root} was written by an earlier tracewh (warehouse "
+                                 f"format 4 or older, before Delta Lake tables): ingest the "
+                                 f"traces again into a new warehouse")
 
     def snapshot(self):
-        """(entries, {table: [committed file paths]}) from one reading of the manifest, so
-        that every table of a query sees the same set of traces."""
-        entries = self.entries()
-        files = {}
-        for entry in entries:
-            for table, _, path in entry.files():
-                files.setdefault(table, []).append(self.root / path)
-        return entries, files
+        """The newest consistent snapshot; an empty one for a warehouse not yet written."""
+        traces = self.table_path(TRACES)
+        if not delta.is_table(traces):
+            return EMPTY_SNAPSHOT
+        version = delta.latest_version(traces)
+        while version >= 0:
+            pointer = delta.commit_info(traces, version).get("tracewh")
+            if pointer is not None:
+                return Snapshot({**pointer["versions"], TRACES: version}, pointer["seq"],
+                                tuple(pointer["class_rules"]))
+            version -= 1
+        return EMPTY_SNAPSHOT
+
+    def stored_traces(self, run, phase=None, snapshot=None):
+        """The committed traces of a run (and phase), from their `traces` rows."""
+        snapshot = snapshot or self.snapshot()
+        if TRACES not in snapshot.versions:
+            return []
+        files = [f for f in delta.live_files(self.table_path(TRACES), snapshot.versions[TRACES],
+                                             run)
+                 if phase is None or f.phase == phase]
+        traces = []
+        for data_file in files:
+            table = pq.read_table(self.table_path(TRACES) / data_file.path,
+                                  columns=["trace_id", "sha256", "events", "bytes", "tags",
+                                           "ingest_seq"])
+            for row in table.to_pylist():
+                traces.append(StoredTrace(row["trace_id"], row["sha256"], data_file.run,
+                                          data_file.phase, data_file.rank, row["events"],
+                                          row["bytes"], json.loads(row["tags"] or "{}"),
+                                          row["ingest_seq"]))
+        return sorted(traces, key=lambda t: t.ingest_seq)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -145,107 +197,132 @@ class Catalog:
 
     @contextlib.contextmanager
     def locked(self):
-        """Hold the writers' lock; recover from an interrupted commit first."""
+        """Hold the writers' lock, with every table created and the tables back at the
+        newest pointer (undoing what an interrupted commit wrote)."""
+        self.check_not_foreign()
         self.state.mkdir(parents=True, exist_ok=True)
         with open(self.state / "lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
+                self._create_tables()
                 self._recover()
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def clean_up(self):
-        """Remove what interrupted writers left (files of a commit they did not publish, their
-        staging directories), as the next writer would."""
+        """Undo what interrupted writers left (commits without a pointer, staging
+        directories), as the next writer would."""
         with self.locked():
             pass
 
-    def find(self, entries, run, phase, rank, sha256):
-        for entry in entries:
-            if (entry.run, entry.phase, entry.rank, entry.sha256) == (run, phase, rank, sha256):
-                return entry
-        return None
-
-    def commit(self, entry, staging, replace=False, before_publish=None):
-        """Move a staged trace into its partitions and publish it. Under the lock, so
-        concurrent ingests serialise here (and only here). `before_publish(entry)` runs once
-        the entry has its commit sequence number, to stage files that record it."""
+    def commit(self, staged, staging, replace=False, replace_up_to=None, before_publish=None):
+        """Commit a staged trace: the event tables, then `traces` with the new pointer. Under
+        the lock, so concurrent ingests serialise here (and only here). With `replace`, the
+        traces of the same run/phase/rank committed up to sequence number `replace_up_to`
+        (all, when None) are removed in the same commits. `before_publish(seq, committed_at)`
+        stages the `traces` row once its sequence number is known."""
         with self.locked():
-            entries = self.entries()
-            existing = self.find(entries, entry.run, entry.phase, entry.rank, entry.sha256)
-            if existing is not None and not replace:
+            snapshot = self.snapshot()
+            same_rank = [t for t in self.stored_traces(staged.run, staged.phase, snapshot)
+                         if t.rank == staged.rank]
+            existing = [t for t in same_rank if t.sha256 == staged.sha256]
+            if existing and not replace:
                 shutil.rmtree(staging, ignore_errors=True)
-                return CommitResult(existing, "unchanged")
-            next_seq = max((e.seq for e in entries), default=0) + 1
-            replaced = []
-            if replace:
-                replaced = [e for e in entries
-                            if (e.run, e.phase, e.rank) == (entry.run, entry.phase, entry.rank)]
-                entries = [e for e in entries if e not in replaced]
-            entry.seq = next_seq
-            entry.committed_at = datetime.datetime.now(datetime.timezone.utc).isoformat()
-            moves = [(staging / staged_name(table, part), self.root / path)
-                     for table, part, path in entry.files()]
-            stale = [self.root / path for e in replaced for _, _, path in e.files()]
+                return CommitResult(existing[0], "unchanged")
+            replaced = [t for t in same_rank
+                        if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to)]
+            seq = snapshot.seq + 1
+            committed_at = datetime.datetime.now(datetime.timezone.utc)
             if before_publish is not None:
-                before_publish(entry)
+                before_publish(seq, committed_at)
             with _interrupt_deferred():
-                self._write_json(PENDING, {"added": [str(d) for _, d in moves]})
-                for source, target in moves:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(source, target)
-                self._publish(entries + [entry])
-                (self.state / PENDING).unlink()
-            for path in stale:
-                if path not in {d for _, d in moves}:
-                    path.unlink(missing_ok=True)
+                self._publish(staged, staging, snapshot, seq, {t.trace_id for t in replaced})
             shutil.rmtree(staging, ignore_errors=True)
-            return CommitResult(entry, "replaced" if replaced else "ingested", replaced)
+            return CommitResult(None, "replaced" if replaced else "ingested", replaced)
 
-    def _publish(self, entries):
-        self._write_json(MANIFEST, {"format": FORMAT_VERSION,
-                                    "traces": [asdict(e) for e in entries]})
+    def _publish(self, staged, staging, snapshot, seq, replaced_ids):
+        """Move the staged files into their partitions and commit them, `traces` last."""
+        for table, parts in staged.parts.items():
+            target = self.table_path(table) / staged.partition()
+            target.mkdir(parents=True, exist_ok=True)
+            for part in parts:
+                os.replace(staging / staged_name(table, part),
+                           target / f"{staged.trace_id}-{part:05d}.parquet")
+        versions = dict(snapshot.versions)
+        for table in [name for name in TABLES if name != TRACES] + [TRACES]:
+            adds = [staged.data_file(table, part, self.root)
+                    for part in staged.parts.get(table, [])]
+            removes = []
+            if replaced_ids:
+                removes = [f for f in delta.live_files(self.table_path(table), versions[table],
+                                                       staged.run)
+                           if f.trace_id in replaced_ids]
+            info = None
+            if table == TRACES:
+                rules = set(snapshot.class_rules) | ({staged.class_rules} - {""})
+                info = self.pointer(versions, seq, rules)
+            elif not adds and not removes:
+                continue
+            actions = ([delta.remove_action(f) for f in removes]
+                       + [delta.add_action(f) for f in adds])
+            versions[table] = delta.commit(self.table_path(table), versions[table] + 1, actions,
+                                           "WRITE", info)
 
-    def _write_json(self, name, document):
-        temporary = self.state / f".{name}.{os.getpid()}.tmp"
-        with open(temporary, "w") as handle:
-            json.dump(document, handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state / name)
+    @staticmethod
+    def pointer(versions, seq, class_rules):
+        return {"tracewh": {"format": FORMAT_VERSION, "seq": seq,
+                            "class_rules": sorted(class_rules),
+                            "versions": {t: v for t, v in versions.items() if t != TRACES}}}
+
+    def _create_tables(self):
+        """Create every table (empty ones too: readers need a table to read), then the first
+        pointer."""
+        traces = self.table_path(TRACES)
+        if delta.is_table(traces) and self.snapshot() is not EMPTY_SNAPSHOT:
+            return
+        for name, table in TABLES.items():
+            delta.create(self.table_path(name), table)
+        versions = {name: delta.latest_version(self.table_path(name)) for name in TABLES}
+        delta.commit(traces, versions[TRACES] + 1, [], "CREATE TRACEWH WAREHOUSE",
+                     self.pointer(versions, 0, ()))
 
     def _recover(self):
-        """Undo an interrupted commit and drop staging directories of dead processes."""
-        pending = self.state / PENDING
-        if pending.exists():
-            try:
-                journal = json.loads(pending.read_text())
-                published = {str(self.root / path)
-                             for e in self.entries() for _, _, path in e.files()}
-                for path in journal["added"]:
-                    if path not in published:
-                        Path(path).unlink(missing_ok=True)
-            except (ValueError, KeyError, OSError):
-                pass
-            pending.unlink(missing_ok=True)
+        """Roll every table back to the newest pointer's version (Delta removes of files a
+        killed commit added, re-adds of files it removed), then drop staging directories of
+        dead processes. Commits of other writers (a vacuum) change no files: they only move
+        the pointer on."""
+        snapshot = self.snapshot()
+        versions = dict(snapshot.versions)
+        moved = False
+        for table in TABLES:
+            path = self.table_path(table)
+            latest = delta.latest_version(path)
+            if latest == versions[table]:
+                continue
+            before = {f.path: f for f in delta.live_files(path, versions[table])}
+            after = {f.path: f for f in delta.live_files(path, latest)}
+            actions = ([delta.remove_action(f) for p, f in after.items() if p not in before]
+                       + [delta.add_action(f) for p, f in before.items() if p not in after])
+            versions[table] = (delta.commit(path, latest + 1, actions, "ROLLBACK")
+                               if actions else latest)
+            moved = True
+        if moved:
+            delta.commit(self.table_path(TRACES), versions[TRACES] + 1, [], "ROLLBACK",
+                         self.pointer(versions, snapshot.seq, snapshot.class_rules))
         staging_root = self.state / "staging"
         if staging_root.is_dir():
             for directory in staging_root.iterdir():
                 pid = directory.name.split("-", 1)[0]
                 if not pid.isdigit() or not _process_alive(int(pid)):
                     shutil.rmtree(directory, ignore_errors=True)
-        for temporary in self.state.glob(".*.tmp"):
-            pid = temporary.name.rsplit(".", 2)[-2]
-            if not pid.isdigit() or not _process_alive(int(pid)):
-                temporary.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
 def _interrupt_deferred():
     """Hold Ctrl-C while a commit moves files and publishes them: the commit completes, then
-    the interrupt is raised, so an interrupted ingest leaves no moved-but-unpublished files.
-    Python runs signal handlers in the main thread only, so only there is there one to hold."""
+    the interrupt is raised, so an interrupted ingest leaves no half-committed trace. Python
+    runs signal handlers in the main thread only, so only there is there one to hold."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield

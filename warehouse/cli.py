@@ -24,6 +24,8 @@ COMMANDS = {
     "trend": "trend",
     "export": "export",
     "report": "report",
+    "vacuum": "maintenance",
+    "optimize": "maintenance",
 }
 
 
@@ -74,6 +76,7 @@ def cli(ctx, warehouse_dir):
       tracewh trend overlap_ratio --last 30
       tracewh report run42 --base run41 --out report.html
       tracewh export run42 --rank 0 --step ProfilerStep#12 --out step.json   # for Perfetto
+      tracewh optimize && tracewh vacuum   # merge small files, delete retired ones
     """
     ctx.obj = Catalog(warehouse_dir or default_location())
 

@@ -1,7 +1,8 @@
 """DuckDB connections over a warehouse: one view per table, then the SQL library in `sql/`.
 
-Table views read exactly the files the manifest names (a snapshot: an ingest committing
-meanwhile is either wholly in or wholly out), with the Hive partition columns first. The
+Table views read exactly the files of the warehouse's newest snapshot (see `catalog`: an
+ingest committing meanwhile is either wholly in or wholly out), with the Hive partition
+columns first. The
 connection is in-memory; nothing is written unless the caller allows it.
 """
 
@@ -9,6 +10,7 @@ import functools
 import importlib.resources
 import itertools
 import re
+from pathlib import Path
 
 import duckdb
 import sqlglot
@@ -51,7 +53,7 @@ def table_view_sql(table, files):
     file_list = "[" + ", ".join(sql_literal(f) for f in files) + "]"
     return (f"CREATE VIEW {table.name} AS SELECT run, phase, rank, {columns} "
             f"FROM read_parquet({file_list}, hive_partitioning = true, "
-            f"hive_types = {_HIVE_TYPES}, union_by_name = true)")
+            f"hive_types = {_HIVE_TYPES})")
 
 
 def library():
@@ -132,31 +134,32 @@ def _transpile_statements(sql_text, dialect):
 
 
 def connect(root, rules_file=None):
-    """An in-memory DuckDB connection with every table and library view defined."""
+    """An in-memory DuckDB connection with every table and library view defined, over one
+    snapshot of the warehouse."""
     catalog = Catalog(root)
     catalog.check_readable()
-    entries, files = catalog.snapshot()
+    snapshot = catalog.snapshot()
+    files = snapshot.files(root)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output
     for table in TABLES.values():
-        connection.execute(table_view_sql(table, [str(f) for f in files.get(table.name, [])]))
+        paths = [str(Path(root) / table.name / f.path) for f in files.get(table.name, [])]
+        connection.execute(table_view_sql(table, paths))
     rules = effective_rules(root, rules_file)
     create_rules_table(connection, rules)
     for text in library_in_order():
         connection.execute(text)
-    if not _cached_classes_apply(entries, rules):
+    if not _cached_classes_apply(snapshot, rules):
         for module in _live_modules():
             connection.execute(module)
     return connection
 
 
-def _cached_classes_apply(entries, rules):
+def _cached_classes_apply(snapshot, rules):
     """The class intervals and lengths measured at ingest (gpu_intervals, gpu_time) hold when
     the rules are the defaults they were computed with; otherwise the views classify kernels
     live (sql/live/)."""
-    fingerprint = rules_fingerprint(rules)
-    return rules == default_rules() and all(
-        e.interval_rules == fingerprint for e in entries if "kernels" in e.parts)
+    return rules == default_rules() and set(snapshot.class_rules) <= {rules_fingerprint(rules)}
 
 
 def _live_modules():
@@ -219,14 +222,7 @@ def run_statements(connection, sql, allow_write=False):
 
 
 def query_warehouse(root, sql, rules_file=None, allow_write=False):
-    """Connect and run every statement of `sql`: a list of (columns, rows). A file that
-    vanished under the query (a concurrent --replace removes the files it retires) means the
-    snapshot is stale: take a new one, once."""
-    try:
-        return run_statements(connect(root, rules_file), sql, allow_write=allow_write)
-    except QueryError as error:
-        if "No files found" not in str(error) and "No such file" not in str(error):
-            raise
+    """Connect and run every statement of `sql`: a list of (columns, rows)."""
     return run_statements(connect(root, rules_file), sql, allow_write=allow_write)
 
 

@@ -1,0 +1,165 @@
+"""Delta Lake tables: creating them, appending commits to their logs, reading their snapshots.
+
+Creation, snapshots and checkpoints go through `deltalake` (delta-rs). Commits are written
+here, as the protocol defines them: one `_delta_log/<version>.json` file of newline-delimited
+actions, created only if absent (so two writers can never both win a version). delta-rs's own
+commit (`create_write_transaction`) loads the table's whole file list first and checks it for
+conflicts: 70 ms per table at 8,000 files, 0.9 s per trace for 13 tables, where this costs
+about a millisecond whatever the table holds. tracewh's writers are serialised by the
+warehouse lock, so there is nothing to check; a version taken by someone else is an error.
+
+Every 100th version gets a checkpoint (what delta-rs does by default), so readers replay at
+most 99 commit files.
+"""
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from ingest.schema import PARTITION_COLUMNS
+
+from .errors import WarehouseError
+
+LOG_DIR = "_delta_log"
+CHECKPOINT_INTERVAL = 100
+PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A live file of a table: its path relative to the table, partition and row count."""
+
+    path: str
+    run: str
+    phase: str
+    rank: int
+    rows: int
+    size: int
+
+    @property
+    def trace_id(self):
+        """Every file tracewh writes is named `<trace_id>-<part>.parquet`."""
+        return Path(self.path).name.split("-", 1)[0]
+
+
+def table_schema(table):
+    """The Delta schema of a table: its partition columns, then the columns of its files."""
+    partitions = [pa.field(name, type_) for name, type_, _ in PARTITION_COLUMNS]
+    return pa.schema(partitions + list(table.schema))
+
+
+def create(path, table):
+    from deltalake import DeltaTable
+
+    DeltaTable.create(str(path), schema=table_schema(table), partition_by=PARTITION_NAMES,
+                      mode="ignore")
+
+
+def is_table(path):
+    return (Path(path) / LOG_DIR / f"{0:020d}.json").exists()
+
+
+def latest_version(path):
+    """The table's newest version, found from its last checkpoint onwards without listing or
+    loading the log."""
+    log = Path(path) / LOG_DIR
+    try:
+        version = json.loads((log / "_last_checkpoint").read_text())["version"]
+    except FileNotFoundError:
+        version = 0
+    except (ValueError, KeyError, OSError) as error:
+        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
+    if not (log / f"{version:020d}.json").exists() and version != 0:
+        raise WarehouseError(f"{log}: version {version} is missing")
+    while (log / f"{version + 1:020d}.json").exists():
+        version += 1
+    return version
+
+
+def commit_info(path, version):
+    """The commitInfo action of one version (its custom keys included), or {}."""
+    file = Path(path) / LOG_DIR / f"{version:020d}.json"
+    try:
+        with open(file) as handle:
+            for line in handle:
+                action = json.loads(line)
+                if "commitInfo" in action:
+                    return action["commitInfo"]
+    except (OSError, ValueError) as error:
+        raise WarehouseError(f"{file}: unreadable commit ({error})") from None
+    return {}
+
+
+def add_action(data_file, data_change=True):
+    return {"add": {
+        "path": data_file.path,
+        "partitionValues": {"run": data_file.run, "phase": data_file.phase,
+                            "rank": str(data_file.rank)},
+        "size": data_file.size,
+        "modificationTime": int(time.time() * 1000),
+        "dataChange": data_change,
+        "stats": json.dumps({"numRecords": data_file.rows}),
+    }}
+
+
+def remove_action(data_file, data_change=True):
+    return {"remove": {
+        "path": data_file.path,
+        "partitionValues": {"run": data_file.run, "phase": data_file.phase,
+                            "rank": str(data_file.rank)},
+        "size": data_file.size,
+        "deletionTimestamp": int(time.time() * 1000),
+        "dataChange": data_change,
+        "extendedFileMetadata": True,
+    }}
+
+
+def commit(path, version, actions, operation, info=None):
+    """Write `actions` as version `version` of the table (the one after its latest); return it.
+    `info` adds keys to the commitInfo action (tracewh's own under "tracewh")."""
+    log = Path(path) / LOG_DIR
+    commit_info_action = {"commitInfo": {
+        "timestamp": int(time.time() * 1000), "operation": operation,
+        "operationParameters": {}, "readVersion": version - 1,
+        "isBlindAppend": not any("remove" in action for action in actions),
+        "engineInfo": "tracewh", **(info or {})}}
+    text = "".join(json.dumps(action, separators=(",", ":")) + "\n"
+                   for action in [commit_info_action, *actions])
+    temporary = log / f".{version:020d}.json.{uuid.uuid4().hex}.tmp"
+    with open(temporary, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(temporary, log / f"{version:020d}.json")  # fails if the version exists
+    except FileExistsError:
+        raise WarehouseError(f"{path}: version {version} was written by another writer "
+                             "(is something other than tracewh writing to the table?)") from None
+    finally:
+        temporary.unlink()
+    if version % CHECKPOINT_INTERVAL == 0:
+        checkpoint(path, version)
+    return version
+
+
+def checkpoint(path, version):
+    from deltalake import DeltaTable
+
+    DeltaTable(str(path), version=version).create_checkpoint()
+
+
+def live_files(path, version, run=None):
+    """The table's live files at `version` (optionally of one run)."""
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(str(path), version=version).get_add_actions(flatten=True))
+    columns = actions.to_pydict()
+    files = [DataFile(p, r, ph, int(k), int(n or 0), int(s)) for p, r, ph, k, n, s in zip(
+        columns["path"], columns["partition.run"], columns["partition.phase"],
+        columns["partition.rank"], columns["num_records"], columns["size_bytes"])]
+    return [f for f in files if run is None or f.run == run]

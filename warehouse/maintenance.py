@@ -1,0 +1,122 @@
+"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files).
+
+Both run under the writers' lock and leave every row as it was. A commit retires files (a
+--replace, an optimize, a rolled-back commit) without deleting them, because snapshots taken
+before it still read them; `vacuum` deletes those retired longer ago than the retention, and
+files no commit ever named (left by a killed ingest). `optimize` merges the files of each
+trace in a table (a large trace is written one file per chunk) into files of up to
+TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
+(`dataChange: false`), then a new pointer.
+"""
+
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+
+from ingest.schema import TABLES
+from ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistics_columns
+
+from . import delta
+from .catalog import TRACES
+from .delta import DataFile
+from .errors import UsageError
+
+DEFAULT_RETAIN_HOURS = 24
+TARGET_BYTES = 128 << 20
+
+
+@dataclass
+class VacuumResult:
+    files: int
+    bytes: int
+
+
+@dataclass
+class OptimizeResult:
+    files_removed: int
+    files_added: int
+    tables: int
+
+
+def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
+    """Delete files no version newer than `retain_hours` ago reads."""
+    from deltalake import DeltaTable
+
+    if retain_hours < 0:
+        raise UsageError("--retain must be 0 or more hours")
+    sizes = []
+    with catalog.locked():
+        for name in TABLES:
+            table = DeltaTable(str(catalog.table_path(name)))
+            doomed = [catalog.table_path(name) / path for path in table.vacuum(
+                retention_hours=retain_hours, dry_run=True, enforce_retention_duration=False)]
+            sizes += [path.stat().st_size for path in doomed if path.exists()]
+            table.vacuum(retention_hours=retain_hours, dry_run=False,
+                         enforce_retention_duration=False)
+    catalog.clean_up()  # vacuum commits nothing tracewh needs: move the pointer past them
+    return VacuumResult(len(sizes), sum(sizes))
+
+
+def optimize(catalog, run=None):
+    """Merge each trace's files in every table (of one run, or all)."""
+    removed = added = tables = 0
+    with catalog.locked():
+        snapshot = catalog.snapshot()
+        if run is not None and not catalog.stored_traces(run, snapshot=snapshot):
+            raise UsageError(f"no run {run!r} in {catalog.root}")
+        versions = dict(snapshot.versions)
+        for name in TABLES:
+            if name == TRACES:  # one row per trace: nothing to merge
+                continue
+            path = catalog.table_path(name)
+            actions = []
+            for group in _groups(delta.live_files(path, versions[name], run)):
+                merged = _merge(path, group, versions[name] + 1)
+                actions += [delta.remove_action(f, data_change=False) for f in group]
+                actions.append(delta.add_action(merged, data_change=False))
+                removed, added = removed + len(group), added + 1
+            if actions:
+                versions[name] = delta.commit(path, versions[name] + 1, actions, "OPTIMIZE")
+                tables += 1
+        if tables:
+            delta.commit(catalog.table_path(TRACES), versions[TRACES] + 1, [], "OPTIMIZE",
+                         catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    return OptimizeResult(removed, added, tables)
+
+
+def _groups(files):
+    """Runs of files of one trace, in order, each run up to TARGET_BYTES, of 2 files or more."""
+    by_trace = {}
+    for data_file in sorted(files, key=lambda f: f.path):
+        by_trace.setdefault((data_file.run, data_file.phase, data_file.rank,
+                             data_file.trace_id), []).append(data_file)
+    for trace_files in by_trace.values():
+        group, size = [], 0
+        for data_file in trace_files:
+            if group and size + data_file.size > TARGET_BYTES:
+                if len(group) > 1:
+                    yield group
+                group, size = [], 0
+            group.append(data_file)
+            size += data_file.size
+        if len(group) > 1:
+            yield group
+
+
+def _merge(table_path, group, version):
+    """Write the rows of `group`, in order, to one file named after its trace."""
+    first = group[0]
+    relative = (f"run={first.run}/phase={first.phase}/rank={first.rank}/"
+                f"{first.trace_id}-v{version:06d}.parquet")
+    schema = pq.read_schema(table_path / first.path)
+    rows = 0
+    with pq.ParquetWriter(table_path / relative, schema,
+                          use_dictionary=dictionary_columns(schema),
+                          write_statistics=statistics_columns(schema),
+                          **PARQUET_OPTIONS) as writer:
+        for data_file in group:
+            table = pq.read_table(table_path / data_file.path)
+            writer.write_table(table)
+            rows += table.num_rows
+    return DataFile(relative, first.run, first.phase, first.rank, rows,
+                    (table_path / relative).stat().st_size)

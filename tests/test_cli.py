@@ -189,19 +189,19 @@ def test_queries_during_ingests_see_whole_traces(tmp_path):
     assert ingest.returncode == 0 and len(seen) == 8
 
 
-def test_a_query_whose_files_were_replaced_retries_on_a_new_snapshot(tracewh, warehouse,
-                                                                     monkeypatch):
+def test_a_query_on_the_snapshot_before_a_replace_still_reads_it(tracewh, warehouse):
+    """Files a commit retires stay until `vacuum`: a query that took its snapshot before a
+    --replace reads it whole, and a new one sees the replacement."""
     from warehouse import query
     path = shared("hta/call_stack/backward_thread.json")
-    tracewh("ingest", path, "--run", "r")
+    tracewh("ingest", path, "--run", "r", "--tag", "v=1")
     stale = query.connect(warehouse)
-    tracewh("ingest", path, "--run", "r", "--replace")  # retires the files `stale` names
-    connections = iter([stale])
-    real_connect = query.connect
-    monkeypatch.setattr(query, "connect",
-                        lambda *args: next(connections, None) or real_connect(*args))
-    ((_, rows),) = query.query_warehouse(warehouse, "SELECT count(*) FROM cpu_ops")
-    assert rows == [(5,)]
+    tracewh("ingest", path, "--run", "r", "--replace", "--tag", "v=2")
+    assert stale.execute("SELECT count(*), any_value(tags) FROM cpu_ops JOIN traces "
+                         "USING (trace_id)").fetchall() == [(5, '{"v": "1"}')]
+    ((_, rows),) = query.query_warehouse(warehouse, "SELECT count(*), any_value(tags) "
+                                         "FROM cpu_ops JOIN traces USING (trace_id)")
+    assert rows == [(5, '{"v": "2"}')]
 
 
 def test_query_reads_sql_from_stdin(warehouse, dlrm0):

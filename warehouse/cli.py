@@ -26,6 +26,7 @@ COMMANDS = {
     "report": "report",
     "vacuum": "maintenance",
     "optimize": "maintenance",
+    "snapshot": "snapshot",
 }
 
 

@@ -1,0 +1,200 @@
+"""The warehouse as Delta Lake tables, read by other engines: deltalake, polars, pyarrow and
+DuckDB over the snapshot's files agree with `tracewh query`, also while --replace and killed
+ingests run beside them."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import duckdb
+import polars as pl
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+
+from ingest.schema import TABLES
+from warehouse import delta
+from warehouse.catalog import Catalog
+
+from .conftest import EXAMPLES, ROOT
+
+DLRM0 = sorted(EXAMPLES.glob("worker0_*"))[0]
+
+
+def counts_by_reader(warehouse, versions, table, run=None):
+    """{reader: rows of `table` (of `run`)} read at `versions` by each engine."""
+    path = str(warehouse / table)
+    version = versions[table]
+    dataset = DeltaTable(path, version=version).to_pyarrow_dataset()
+    files = [str(warehouse / table / f.path) for f in delta.live_files(warehouse / table,
+                                                                        version, run)]
+    lazy = pl.scan_delta(path, version=version)
+    if run is not None:
+        lazy = lazy.filter(pl.col("run") == run)
+        dataset = dataset.filter(ds.field("run") == run)
+    return {
+        "deltalake": dataset.count_rows(),
+        "polars": lazy.select(pl.len()).collect().item(),
+        "pyarrow": ds.dataset(files, format="parquet").count_rows() if files else 0,
+        "duckdb": duckdb.connect().execute(f"SELECT count(*) FROM read_parquet({files!r})")
+                  .fetchall()[0][0]
+                  if files else 0,
+    }
+
+
+def test_every_table_is_a_delta_table_with_fixed_partition_types(tracewh, warehouse):
+    tracewh("ingest", DLRM0, "--run", "2026-11-29", "--phase", "train")
+    tracewh("ingest", DLRM0, "--run", "0930", "--phase", "train")
+    for name in TABLES:  # counters and other_events are empty, and exist all the same
+        table = DeltaTable(str(warehouse / name))
+        assert table.metadata().partition_columns == ["run", "phase", "rank"]
+        types = {f.name: f.type.type for f in table.schema().fields[:3]}
+        assert types == {"run": "string", "phase": "string", "rank": "integer"}
+        frame = pl.scan_delta(str(warehouse / name)).select("run", "rank").collect()
+        assert frame.schema == {"run": pl.String, "rank": pl.Int32}
+    runs = pl.scan_delta(str(warehouse / "traces")).select("run").collect()["run"].to_list()
+    assert sorted(runs) == ["0930", "2026-11-29"]  # strings, not a date and an int
+    assert pl.scan_delta(str(warehouse / "counters")).collect().height == 0
+
+
+def test_readers_agree_with_tracewh(tracewh, warehouse, sql):
+    tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train", "--jobs", "2")
+    tracewh("ingest", DLRM0, "--run", "b", "--phase", "train")
+    versions = json.loads(tracewh("snapshot").stdout)["versions"]
+    for table in TABLES:
+        expected = sql(f"SELECT count(*) AS n FROM {table}")[0]["n"]
+        assert set(counts_by_reader(warehouse, versions, table).values()) == {expected}, table
+    assert sql("SELECT count(*) AS n FROM kernels WHERE run = 'b'")[0]["n"] == 261
+    assert set(counts_by_reader(warehouse, versions, "kernels", "b").values()) == {261}
+
+
+def test_a_query_about_one_run_reads_only_its_files(tracewh, warehouse):
+    for run in ("a", "b", "c"):
+        tracewh("ingest", EXAMPLES, "--run", run, "--phase", "train", "--jobs", "2")
+    from warehouse.query import connect
+    plan = connect(warehouse).execute("EXPLAIN ANALYZE SELECT count(*) FROM kernels "
+                                      "WHERE run = 'b'").fetchall()[0][1]
+    assert "Scanning Files: 8/24" in plan and "Total Files Read: 8" in plan
+
+
+def test_replace_with_several_files_keeps_them_all(tracewh, sql, tmp_path):
+    other = tmp_path / "other.json.gz"
+    other.write_bytes(sorted(EXAMPLES.glob("worker1_*"))[0].read_bytes())
+    tracewh("ingest", DLRM0, "--run", "r", "--rank", "0")
+    tracewh("ingest", DLRM0, other, "--run", "r", "--rank", "0", "--replace")
+    assert sql("SELECT count(*) AS n, count(DISTINCT sha256) AS files FROM traces") == [
+        {"n": 2, "files": 2}]
+    tracewh("ingest", other, "--run", "r", "--rank", "0", "--replace")
+    assert sql("SELECT count(*) AS n FROM traces")[0]["n"] == 1
+
+
+def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh, warehouse):
+    tracewh("ingest", DLRM0, "--run", "r", "--phase", "train")
+    first = delta.live_files(warehouse / "kernels", delta.latest_version(warehouse / "kernels"))
+    tracewh("ingest", DLRM0, "--run", "r", "--phase", "train", "--replace")
+    log = warehouse / "kernels" / "_delta_log"
+    newest = [json.loads(line) for line in
+              (log / f"{delta.latest_version(warehouse / 'kernels'):020d}.json").open()]
+    assert [next(iter(a)) for a in newest] == ["commitInfo", "remove", "add"]
+    assert (warehouse / "kernels" / first[0].path).exists()
+    result = tracewh("vacuum", "--retain", "0")
+    assert result.stdout.startswith("deleted 12 files")  # one per table of the old trace
+    assert not (warehouse / "kernels" / first[0].path).exists()
+
+
+def test_a_killed_commit_is_removed_by_the_next_writer(tracewh, warehouse, sql, monkeypatch):
+    """Rows that reached a table but never `traces` go with a Delta remove, not an unlink."""
+    tracewh("ingest", DLRM0, "--run", "kept", "--phase", "train")
+    real_commit = delta.commit
+
+    def die_before_traces(path, *args, **kwargs):
+        if path.name == "traces":
+            raise RuntimeError("killed")  # as a SIGKILL would: nothing runs after it
+        return real_commit(path, *args, **kwargs)
+
+    monkeypatch.setattr(delta, "commit", die_before_traces)
+    tracewh("ingest", DLRM0, "--run", "lost", expect=1)
+    monkeypatch.setattr(delta, "commit", real_commit)
+    raw = pl.scan_delta(str(warehouse / "kernels")).group_by("run").len().collect()
+    assert sorted(raw.rows()) == [("kept", 261), ("lost", 261)]  # the raw table, meanwhile
+    assert sql("SELECT DISTINCT run FROM kernels") == [{"run": "kept"}]  # never in tracewh
+    tracewh("ingest", DLRM0, "--run", "kept", "--phase", "train")  # the next writer
+    raw = pl.scan_delta(str(warehouse / "kernels")).group_by("run").len().collect()
+    assert raw.rows() == [("kept", 261)]
+    newest = (warehouse / "kernels" / "_delta_log" /
+              f"{delta.latest_version(warehouse / 'kernels'):020d}.json").read_text()
+    assert '"operation":"ROLLBACK"' in newest and '"remove"' in newest
+    assert list((warehouse / "kernels").glob("run=lost/*/*/*.parquet"))  # until vacuum
+
+
+def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, tmp_path):
+    big = tmp_path / "big_train.json"  # chunks of ~16 MB: several files per table
+    document = json.loads(DLRM0.read_bytes() if DLRM0.suffix == ".json" else
+                          __import__("gzip").decompress(DLRM0.read_bytes()))
+    document["traceEvents"] = document["traceEvents"] * 12
+    big.write_text(json.dumps(document))
+    tracewh("ingest", big, "--run", "r", "--jobs", "2")
+    from warehouse.query import connect
+    before = connect(warehouse)
+    files_before = sum(len(v) for v in Catalog(warehouse).snapshot().files(warehouse).values())
+    result = tracewh("optimize", "--run", "r")
+    after = connect(warehouse)
+    files_after = sum(len(v) for v in Catalog(warehouse).snapshot().files(warehouse).values())
+    assert files_after < files_before and result.stdout.startswith("merged ")
+    for table in TABLES:
+        old = before.execute(f"SELECT * FROM {table}").fetchall()
+        assert after.execute(f"SELECT * FROM {table}").fetchall() == old, table  # in order
+    log = (warehouse / "cpu_ops" / "_delta_log" /
+           f"{delta.latest_version(warehouse / 'cpu_ops'):020d}.json").read_text()
+    assert '"dataChange":false' in log and '"operation":"OPTIMIZE"' in log
+
+
+def test_a_warehouse_of_an_earlier_tracewh_asks_for_a_new_ingest(tracewh, warehouse):
+    (warehouse / "_tracewh").mkdir(parents=True)
+    (warehouse / "_tracewh" / "manifest.json").write_text('{"format": 4, "traces": []}')
+    for command in (("runs",), ("ingest", DLRM0)):
+        result = tracewh(*command, expect=2)
+        assert result.stderr.count("\n") == 1 and "earlier tracewh" in result.stderr
+        assert "ingest the traces again into a new warehouse" in result.stderr
+
+
+CHURN = r"""
+import os, random, signal, subprocess, sys, time
+warehouse, stable, examples, seconds = sys.argv[1:5]
+command = [sys.executable, "-m", "warehouse.cli_main", "--warehouse", warehouse, "ingest"]
+deadline = time.monotonic() + float(seconds)
+while time.monotonic() < deadline:
+    subprocess.run(command + [stable, "--run", "stable", "--phase", "train", "--replace"],
+                   check=True, capture_output=True)
+    killed = subprocess.Popen(command + [examples, "--run", "killed", "--jobs", "1",
+                                         "--replace"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(random.uniform(0.05, 1.0))
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+"""
+
+
+def test_readers_see_whole_snapshots_during_replaces_and_killed_ingests(tracewh, warehouse,
+                                                                       sql):
+    tracewh("ingest", DLRM0, "--run", "stable", "--phase", "train")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    churn = subprocess.Popen([sys.executable, "-c", CHURN, str(warehouse), str(DLRM0),
+                              str(EXAMPLES), "25"], env=env, stderr=subprocess.PIPE, text=True)
+    reads = 0
+    try:
+        while churn.poll() is None:
+            versions = Catalog(warehouse).snapshot().versions
+            for table, expected in (("kernels", 261), ("traces", 1)):
+                counts = counts_by_reader(warehouse, versions, table, "stable")
+                assert set(counts.values()) == {expected}, (table, counts)
+            total = sql("SELECT count(*) AS n FROM kernels k JOIN traces t USING (trace_id)")
+            everything = sql("SELECT count(*) AS n FROM kernels")
+            assert total == everything  # no kernel of a trace that is not whole
+            assert sql("SELECT count(*) AS n FROM kernels WHERE run = 'stable'") == [{"n": 261}]
+            reads += 1
+    finally:
+        churn.kill()
+    assert churn.wait() in (0, -signal.SIGKILL), churn.stderr.read()
+    assert reads >= 10

@@ -8,6 +8,9 @@
    and `overlap` and `kernel_stats` are timed. The goal: each under 2 s.
 3. Huge trace (several minutes; TRACEWH_BENCH_QUICK=1 skips it): a ~2 GB trace ingests with
    peak RSS under 2 GB, the file streamed, not held whole.
+0. Many runs (first, needs only the bundled example): warehouses of 10 and 1,000 runs of the
+   8-rank demo (copied by bench/fleet.py), one command at a time on each, alternately; and one
+   more 8-rank ingest into each (the goal: at most 1.5x at 1,000 runs).
 
 Generated files go to a temporary directory and are deleted. Needs ../shared (skips if absent).
 """
@@ -45,15 +48,20 @@ INGEST = ("import sys\nfrom warehouse.cli import cli\n"
           "except SystemExit as e:\n    assert not e.code, e.code")
 
 
+# The last release before Delta Lake storage (#10), whose ingest speed must be kept.
+PREVIOUS_RELEASE = "b0ea198"
+
 # Alternating rounds; each side's best is compared. The machine's speed drifts by 30-50% within
 # minutes, so one round of each can compare a fast moment with a slow one.
 ROUNDS = 3
 
 
-def measure(body, *args):
-    """(seconds, peak RSS bytes) of `body` run in a fresh Python process."""
+def measure(body, *args, source=ROOT):
+    """(seconds, peak RSS bytes) of `body` run in a fresh Python process, importing tracewh
+    from `source` (a checkout)."""
     output = subprocess.run([sys.executable, "-c", MEASURE.format(body=body), *map(str, args)],
-                            check=True, capture_output=True, text=True).stdout
+                            check=True, capture_output=True, text=True, cwd=source,
+                            env={**os.environ, "PYTHONPATH": str(source)}).stdout
     seconds, peak = output.strip().splitlines()[-1].split()
     return float(seconds), int(peak)
 
@@ -68,13 +76,25 @@ def mb(value):
     return f"{value / 1e6:,.0f} MB"
 
 
-def bench_ingest(trace, warehouse):
+def previous_release(directory):
+    """A checkout of PREVIOUS_RELEASE (the last one storing a manifest, not Delta tables),
+    to measure ingest beside it; None when git or the commit is not there."""
+    target = Path(directory) / "previous-release"
+    done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target),
+                           PREVIOUS_RELEASE], capture_output=True)
+    return target if done.returncode == 0 else None
+
+
+def bench_ingest(trace, warehouse, previous):
     size = trace.stat().st_size
     print(f"\n== ingest: {trace.name}, {mb(size)} ==")
-    loads, ingests = [], []
+    loads, ingests, before = [], [], []
     for _ in range(ROUNDS):
         loads.append(measure(JSON_LOAD, trace))
         ingests.append(measure(INGEST, trace, warehouse))
+        if previous is not None:
+            before.append(measure(INGEST, trace, warehouse.with_name("previous-warehouse"),
+                                  source=previous))
     load_s, load_rss = min(loads)
     ingest_s, ingest_rss = min(ingests)
     print(f"json.load (baseline)  {load_s:6.2f} s  {size / 1e6 / load_s:6.1f} MB/s  "
@@ -83,27 +103,22 @@ def bench_ingest(trace, warehouse):
           f"peak RSS {mb(ingest_rss)} ({ingest_rss / size:.2f}x the file)")
     print(f"ratio ingest / json.load = {ingest_s / load_s:.2f}  (goal <= 0.50); "
           f"RSS / file = {ingest_rss / size:.2f}  (goal <= 2.00)")
+    if before:
+        before_s, before_rss = min(before)
+        print(f"previous release {PREVIOUS_RELEASE} {before_s:6.2f} s, peak RSS {mb(before_rss)}:"
+              f" this one takes {ingest_s / before_s:.2f}x its time (goal <= 1.05)")
 
 
 def fan_out(warehouse, ranks):
-    """Copy rank 0's committed files to ranks 1..ranks-1, committing each as its own trace."""
-    sys.path.insert(0, str(ROOT))
-    from warehouse.catalog import Catalog, staged_name
+    """Copy rank 0's committed files to ranks 1..ranks-1 of the same run, as new traces."""
+    from fleet import replicate
 
-    catalog = Catalog(warehouse)
-    (entry,) = catalog.entries()
-    for rank in range(1, ranks):
-        staging = catalog.new_staging_dir()
-        for table, part, path in entry.files():
-            shutil.copy(warehouse / path, staging / staged_name(table, part))
-        copy = type(entry)(**{**entry.__dict__, "rank": rank,
-                              "sha256": f"{rank:064x}", "trace_id": f"{rank:016x}"})
-        catalog.commit(copy, staging)
-    return entry.events * ranks
+    replicate(warehouse, "bench", [("bench", rank) for rank in range(1, ranks)])
+    from warehouse.catalog import Catalog
+    return sum(t.events for t in Catalog(warehouse).stored_traces("bench"))
 
 
 def bench_views(warehouse):
-    sys.path.insert(0, str(ROOT))
     from warehouse.query import connect
 
     events = fan_out(warehouse, 64)
@@ -116,14 +131,75 @@ def bench_views(warehouse):
         print(f"{view:<14} {seconds:6.2f} s  {len(rows):,} rows  (goal < 2 s)")
 
 
+# Commands timed on warehouses of 10 and 1,000 runs (#14), each in a fresh process.
+FLEET_COMMANDS = [
+    ("runs", ["runs"]),
+    ("overlap of one run", ["query", "SELECT * FROM overlap WHERE run = 'r0003'"]),
+    ("kernel_stats of one run", ["query", "SELECT * FROM kernel_stats WHERE run = 'r0003'"]),
+    ("diff r0001 r0002", ["diff", "r0001", "r0002"]),
+    ("trend --last 30", ["trend", "overlap_ratio", "--last", "30"]),
+    ("overlap of all runs", ["query", "SELECT run, avg(overlap_ratio) FROM overlap GROUP BY run"]),
+]
+CLI = ("import sys\nfrom warehouse.cli import cli\n"
+       "try:\n    cli(sys.argv[1:], prog_name='tracewh')\n"
+       "except SystemExit as e:\n    assert not e.code, e.code")
+
+
+def build_fleets(directory):
+    """Warehouses of 10 and 1,000 runs: the demo's 8 ranks ingested once, then copied."""
+    from fleet import replicate
+
+    small, large = Path(directory) / "runs-10", Path(directory) / "runs-1000"
+    subprocess.run([sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(small),
+                    "ingest", str(ROOT / "examples" / "dlrm-8rank"), "--run", "r0000",
+                    "--phase", "train"], check=True, capture_output=True)
+    replicate(small, "r0000", [(f"r{n:04d}", 0) for n in range(1, 10)])
+    shutil.copytree(small, large)
+    started = time.perf_counter()
+    replicate(large, "r0000", [(f"r{n:04d}", 0) for n in range(10, 1000)])
+    print(f"(built 1,000 runs by copying in {time.perf_counter() - started:.0f} s)")
+    return small, large
+
+
+def bench_fleet(directory):
+    small, large = build_fleets(directory)
+    print("\n== warehouses of 10 and 1,000 runs (8 ranks each), best of 3, fresh processes ==")
+    print(f"{'what':<26} {'10 runs':>16} {'1,000 runs':>16} {'ratio':>6}")
+    rows = [(name, [("--warehouse", str(w), *args) for w in (small, large)])
+            for name, args in FLEET_COMMANDS]
+    ingest = [("--warehouse", str(w), "ingest", str(ROOT / "examples" / "dlrm-8rank"),
+               "--phase", "train", "--run") for w in (small, large)]
+    for name, (at_small, at_large) in rows + [("ingest one more run", ingest)]:
+        times = {0: [], 1: []}
+        for round_ in range(ROUNDS):
+            for side, args in enumerate((at_small, at_large)):
+                if name == "ingest one more run":
+                    args = (*args, f"extra{round_}")
+                times[side].append(measure(CLI, *args))
+        (small_s, small_rss), (large_s, large_rss) = min(times[0]), min(times[1])
+        print(f"{name:<26} {small_s:6.2f} s {mb(small_rss):>7} {large_s:6.2f} s "
+              f"{mb(large_rss):>7} {large_s / small_s:6.2f}")
+    print("goals: one- or two-run queries <= 1.5x and < 2 s; trend <= 2x; ingest < 1.5x; "
+          "peak RSS < 500 MB")
+
+
 def main():
+    sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+    with tempfile.TemporaryDirectory(prefix="tracewh-bench-") as directory:
+        bench_fleet(directory)
     if not TRAIN.exists() or not SCALE.exists():
         print(f"skipped: {TRAIN} or {SCALE} is not available")
         return
     with tempfile.TemporaryDirectory(prefix="tracewh-bench-") as directory:
         trace = generate(64, directory)
         warehouse = Path(directory) / "warehouse"
-        bench_ingest(trace, warehouse)
+        previous = previous_release(directory)
+        try:
+            bench_ingest(trace, warehouse, previous)
+        finally:
+            if previous is not None:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(previous)], capture_output=True)
         bench_views(warehouse)
         trace.unlink()
         if not os.environ.get("TRACEWH_BENCH_QUICK"):

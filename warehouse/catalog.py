@@ -47,6 +47,7 @@ STATE_DIR = "_tracewh"
 FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
 TRACES = "traces"
 OLD_MANIFEST = "manifest.json"
+COMMITTING = "committing"  # present while a commit is under way
 
 
 @dataclass
@@ -126,6 +127,18 @@ class Catalog:
     def __init__(self, root):
         self.root = Path(root)
         self.state = self.root / STATE_DIR
+        self._loaded = {}  # {table: DeltaTable}, moved forward as commits come
+
+    def __getstate__(self):
+        """Workers get the catalog without loaded tables (delta-rs's cannot be pickled)."""
+        return {**self.__dict__, "_loaded": {}}
+
+    def live_files(self, table, version, run=None):
+        """A table's live files at `version` (optionally of one run); its log is read
+        incrementally from one call to the next."""
+        loaded = delta.load(self.table_path(table), version, self._loaded.get(table))
+        self._loaded[table] = loaded
+        return delta.files_of(loaded, run)
 
     def table_path(self, table):
         return self.root / table
@@ -173,8 +186,7 @@ class Catalog:
         snapshot = snapshot or self.snapshot()
         if TRACES not in snapshot.versions:
             return []
-        files = [f for f in delta.live_files(self.table_path(TRACES), snapshot.versions[TRACES],
-                                             run)
+        files = [f for f in self.live_files(TRACES, snapshot.versions[TRACES], run)
                  if phase is None or f.phase == phase]
         traces = []
         for data_file in files:
@@ -196,16 +208,18 @@ class Catalog:
         return path
 
     @contextlib.contextmanager
-    def locked(self):
+    def locked(self, check_all=False):
         """Hold the writers' lock, with every table created and the tables back at the
-        newest pointer (undoing what an interrupted commit wrote)."""
+        newest pointer, undoing what an interrupted commit wrote: one whose marker file is
+        still there, or any commit without a pointer with `check_all` (probing every table's
+        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit)."""
         self.check_not_foreign()
         self.state.mkdir(parents=True, exist_ok=True)
         with open(self.state / "lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 self._create_tables()
-                self._recover()
+                self._recover(check_all or (self.state / COMMITTING).exists())
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
@@ -213,8 +227,15 @@ class Catalog:
     def clean_up(self):
         """Undo what interrupted writers left (commits without a pointer, staging
         directories), as the next writer would."""
-        with self.locked():
+        with self.locked(check_all=True):
             pass
+
+    @contextlib.contextmanager
+    def committing(self):
+        """Mark a commit under way, so that the next writer checks the tables if it dies."""
+        (self.state / COMMITTING).touch()
+        yield
+        (self.state / COMMITTING).unlink()
 
     def commit(self, staged, staging, replace=False, replace_up_to=None, before_publish=None):
         """Commit a staged trace: the event tables, then `traces` with the new pointer. Under
@@ -236,7 +257,7 @@ class Catalog:
             committed_at = datetime.datetime.now(datetime.timezone.utc)
             if before_publish is not None:
                 before_publish(seq, committed_at)
-            with _interrupt_deferred():
+            with _interrupt_deferred(), self.committing():
                 self._publish(staged, staging, snapshot, seq, {t.trace_id for t in replaced})
             shutil.rmtree(staging, ignore_errors=True)
             return CommitResult(None, "replaced" if replaced else "ingested", replaced)
@@ -255,8 +276,7 @@ class Catalog:
                     for part in staged.parts.get(table, [])]
             removes = []
             if replaced_ids:
-                removes = [f for f in delta.live_files(self.table_path(table), versions[table],
-                                                       staged.run)
+                removes = [f for f in self.live_files(table, versions[table], staged.run)
                            if f.trace_id in replaced_ids]
             info = None
             if table == TRACES:
@@ -287,7 +307,7 @@ class Catalog:
         delta.commit(traces, versions[TRACES] + 1, [], "CREATE TRACEWH WAREHOUSE",
                      self.pointer(versions, 0, ()))
 
-    def _recover(self):
+    def _recover(self, check_tables):
         """Roll every table back to the newest pointer's version (Delta removes of files a
         killed commit added, re-adds of files it removed), then drop staging directories of
         dead processes. Commits of other writers (a vacuum) change no files: they only move
@@ -295,13 +315,13 @@ class Catalog:
         snapshot = self.snapshot()
         versions = dict(snapshot.versions)
         moved = False
-        for table in TABLES:
+        for table in TABLES if check_tables else ():
             path = self.table_path(table)
             latest = delta.latest_version(path)
             if latest == versions[table]:
                 continue
             before = {f.path: f for f in delta.live_files(path, versions[table])}
-            after = {f.path: f for f in delta.live_files(path, latest)}
+            after = {f.path: f for f in self.live_files(table, latest)}
             actions = ([delta.remove_action(f) for p, f in after.items() if p not in before]
                        + [delta.add_action(f) for p, f in before.items() if p not in after])
             versions[table] = (delta.commit(path, latest + 1, actions, "ROLLBACK")
@@ -310,6 +330,7 @@ class Catalog:
         if moved:
             delta.commit(self.table_path(TRACES), versions[TRACES] + 1, [], "ROLLBACK",
                          self.pointer(versions, snapshot.seq, snapshot.class_rules))
+        (self.state / COMMITTING).unlink(missing_ok=True)
         staging_root = self.state / "staging"
         if staging_root.is_dir():
             for directory in staging_root.iterdir():

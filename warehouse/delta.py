@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.schema import PARTITION_COLUMNS
 
@@ -97,26 +98,26 @@ def commit_info(path, version):
 
 def add_action(data_file, data_change=True):
     return {"add": {
-        "path": data_file.path,
-        "partitionValues": {"run": data_file.run, "phase": data_file.phase,
-                            "rank": str(data_file.rank)},
-        "size": data_file.size,
+        **_file_fields(data_file, data_change),
         "modificationTime": int(time.time() * 1000),
-        "dataChange": data_change,
         "stats": json.dumps({"numRecords": data_file.rows}),
     }}
 
 
 def remove_action(data_file, data_change=True):
     return {"remove": {
-        "path": data_file.path,
-        "partitionValues": {"run": data_file.run, "phase": data_file.phase,
-                            "rank": str(data_file.rank)},
-        "size": data_file.size,
+        **_file_fields(data_file, data_change),
         "deletionTimestamp": int(time.time() * 1000),
-        "dataChange": data_change,
         "extendedFileMetadata": True,
     }}
+
+
+def _file_fields(data_file, data_change):
+    """What add and remove actions say alike of a file."""
+    return {"path": data_file.path,
+            "partitionValues": {"run": data_file.run, "phase": data_file.phase,
+                                "rank": str(data_file.rank)},
+            "size": data_file.size, "dataChange": data_change}
 
 
 def commit(path, version, actions, operation, info=None):
@@ -153,13 +154,33 @@ def checkpoint(path, version):
     DeltaTable(str(path), version=version).create_checkpoint()
 
 
-def live_files(path, version, run=None):
-    """The table's live files at `version` (optionally of one run)."""
+def load(path, version, loaded=None):
+    """The table at `version`. `loaded`, the same table loaded before at an older version, is
+    moved forward instead, reading only the newer commits (a fresh load reads the newest
+    checkpoint: ~70 ms at 8,000 files, paid once per process, not once per commit)."""
     from deltalake import DeltaTable
 
-    actions = pa.table(DeltaTable(str(path), version=version).get_add_actions(flatten=True))
+    if loaded is not None and loaded.version() <= version:
+        if loaded.version() < version:
+            loaded.update_incremental()  # to the newest version, reading the new commits
+            if loaded.version() != version:
+                loaded.load_as_version(version)
+        return loaded
+    return DeltaTable(str(path), version=version)
+
+
+def live_files(path, version, run=None):
+    """The table's live files at `version` (optionally of one run)."""
+    return files_of(load(path, version), run)
+
+
+def files_of(table, run=None):
+    """The live files of a loaded table (optionally of one run: chosen before any Python
+    object is made, which at 8,000 files is most of the cost)."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if run is not None:
+        actions = actions.filter(pc.equal(actions["partition.run"], run))
     columns = actions.to_pydict()
-    files = [DataFile(p, r, ph, int(k), int(n or 0), int(s)) for p, r, ph, k, n, s in zip(
+    return [DataFile(p, r, ph, int(k), int(n or 0), int(s)) for p, r, ph, k, n, s in zip(
         columns["path"], columns["partition.run"], columns["partition.phase"],
         columns["partition.rank"], columns["num_records"], columns["size_bytes"])]
-    return [f for f in files if run is None or f.run == run]

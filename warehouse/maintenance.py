@@ -60,7 +60,7 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
 def optimize(catalog, run=None):
     """Merge each trace's files in every table (of one run, or all)."""
     removed = added = tables = 0
-    with catalog.locked():
+    with catalog.locked(), catalog.committing():
         snapshot = catalog.snapshot()
         if run is not None and not catalog.stored_traces(run, snapshot=snapshot):
             raise UsageError(f"no run {run!r} in {catalog.root}")
@@ -70,7 +70,7 @@ def optimize(catalog, run=None):
                 continue
             path = catalog.table_path(name)
             actions = []
-            for group in _groups(delta.live_files(path, versions[name], run)):
+            for group in _groups(catalog.live_files(name, versions[name], run)):
                 merged = _merge(path, group, versions[name] + 1)
                 actions += [delta.remove_action(f, data_change=False) for f in group]
                 actions.append(delta.add_action(merged, data_change=False))

@@ -23,7 +23,7 @@ def replicate(root, source_run, targets):
     with catalog.locked():
         snapshot = catalog.snapshot()
         source = {table: [(f, pq.read_table(catalog.table_path(table) / f.path)) for f in files]
-                  for table, files in snapshot.files(root, run=source_run).items() if files}
+                  for table, files in snapshot.files(root, [source_run]).items() if files}
         versions, seq = dict(snapshot.versions), snapshot.seq
         pending = {table: [] for table in source}
         for number, (run, rank_offset) in enumerate(targets, 1):
@@ -36,7 +36,8 @@ def replicate(root, source_run, targets):
                         seq += 1
                         rows = _with(_with(rows, "ingest_seq", seq), "sha256", f"{seq:064x}")
                     pending[table].append(_write(catalog.table_path(table), rows, data_file,
-                                                 run, data_file.rank + rank_offset, trace_id))
+                                                 run, data_file.rank + rank_offset, trace_id,
+                                                 seq if table == TRACES else None))
             added += len(new_ids)
             if number % BATCH == 0 or number == len(targets):
                 for table in sorted(pending, key=lambda name: name == TRACES):
@@ -55,10 +56,12 @@ def _with(table, column, value):
                                                     table.schema.field(column).type))
 
 
-def _write(table_path, rows, source, run, rank, trace_id):
+def _write(table_path, rows, source, run, rank, trace_id, seq):
     part = source.path.rsplit("-", 1)[1]
     relative = f"run={run}/phase={source.phase}/rank={rank}/{trace_id}-{part}"
     (table_path / relative).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(rows, table_path / relative, compression="zstd")
+    row = ({name: rows[name][0].as_py() for name in delta.ROW_STATS} if seq is not None
+           else None)
     return delta.DataFile(relative, run, source.phase, rank, rows.num_rows,
-                          (table_path / relative).stat().st_size)
+                          (table_path / relative).stat().st_size, row)

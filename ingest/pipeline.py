@@ -280,6 +280,7 @@ class StagedFile:
     def stage_trace_row(self, seq, committed_at):
         self.row["ingest_seq"], self.row["ingested_at"] = seq, committed_at
         write_whole(self.staging, "traces", [self.row])
+        return self.row
 
     def discard(self):
         shutil.rmtree(self.staging, ignore_errors=True)

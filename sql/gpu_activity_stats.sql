@@ -35,4 +35,5 @@ SELECT s.run, s.phase, s.rank, s.category, n.name, n.short_name,
        coalesce(n.class, 'other') AS class, s.count, s.total_ns, s.mean_ns, s.min_ns,
        s.max_ns, s.p50_ns, s.p90_ns, s.p99_ns
 FROM stats AS s
-LEFT JOIN kernel_name_classes AS n ON n.category = s.category AND n.name_key = s.name_key;
+LEFT JOIN kernel_name_classes AS n
+  ON n.run = s.run AND n.category = s.category AND n.name_key = s.name_key;

@@ -24,7 +24,7 @@ WITH activity AS (
   SELECT k.run, k.phase, k.rank, k.stream, c.capture_group, k.ts_ns AS start_ns,
          k.ts_ns + k.dur_ns AS end_ns, k.launch_ts_ns
   FROM kernel_launches AS k
-  JOIN capture_spans AS c ON c.trace_id = k.trace_id
+  JOIN capture_spans AS c USING (run, phase, rank, trace_id)  -- a run filter reaches c
   WHERE k.category <> 'gpu_user_annotation' AND k.dur_ns IS NOT NULL
 ),
 ordered AS (

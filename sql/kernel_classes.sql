@@ -11,4 +11,4 @@ CREATE OR REPLACE VIEW kernel_classes AS
 SELECT k.*, coalesce(c.class, 'other') AS class, c.collective, c.short_name
 FROM kernels AS k
 LEFT JOIN kernel_name_classes AS c
-  ON c.category = k.category AND c.name_key = coalesce(k.name_id, 0);
+  ON c.run = k.run AND c.category = k.category AND c.name_key = coalesce(k.name_id, 0);

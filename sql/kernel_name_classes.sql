@@ -3,10 +3,12 @@
 -- The rules are data (table `kernel_class_rules`, loaded from sql/kernel_rules.toml and the
 -- user's rule files): the first rule whose category and regular expression (on the lower-cased
 -- name) match gives the class; for communication, the first matching collective rule gives the
--- collective. Worked out once per distinct (category, name) of the small `kernel_names`
--- table; `kernel_classes` and `kernel_stats` join it on the compact name_id.
+-- collective. Worked out once per run and distinct (category, name) of the small
+-- `kernel_names` table, so that a query about one run reads that run's names only;
+-- `kernel_classes` and `kernel_stats` join it on run and the compact name_id.
 --
 -- Columns:
+--   run          the run whose traces have the name
 --   category     category of the activity
 --   name_key     name_id of the name (0 for a missing name): the join key
 --   name         the full name
@@ -16,29 +18,29 @@
 --   short_name   the name without template arguments and parameters (kernels only;
 --                other categories keep their name), for grouping across builds
 CREATE OR REPLACE VIEW kernel_name_classes AS
-WITH names AS (
-  SELECT DISTINCT category, coalesce(name_id, 0) AS name_key, name FROM kernel_names
+WITH names AS NOT MATERIALIZED (
+  SELECT DISTINCT run, category, coalesce(name_id, 0) AS name_key, name FROM kernel_names
 ),
-matches AS (
-  SELECT n.category, n.name_key, r.target, r.value, r.priority
+matches AS NOT MATERIALIZED (
+  SELECT n.run, n.category, n.name_key, r.target, r.value, r.priority
   FROM names AS n
   JOIN kernel_class_rules AS r
     ON (r.category IS NULL OR r.category = n.category)
    AND (r.pattern IS NULL OR regexp_matches(lower(coalesce(n.name, '')), r.pattern))
 ),
 classes AS (
-  SELECT category, name_key, min_by(value, priority) AS class
+  SELECT run, category, name_key, min_by(value, priority) AS class
   FROM matches
   WHERE target = 'class'
-  GROUP BY category, name_key
+  GROUP BY run, category, name_key
 ),
 collectives AS (
-  SELECT category, name_key, min_by(value, priority) AS collective
+  SELECT run, category, name_key, min_by(value, priority) AS collective
   FROM matches
   WHERE target = 'collective'
-  GROUP BY category, name_key
+  GROUP BY run, category, name_key
 )
-SELECT n.category, n.name_key, n.name,
+SELECT n.run, n.category, n.name_key, n.name,
        coalesce(c.class, 'other') AS class,
        CASE WHEN c.class = 'communication' THEN coalesce(x.collective, 'other') END
          AS collective,
@@ -49,5 +51,7 @@ SELECT n.category, n.name_key, n.name,
          ELSE n.name
        END AS short_name
 FROM names AS n
-LEFT JOIN classes AS c ON c.category = n.category AND c.name_key = n.name_key
-LEFT JOIN collectives AS x ON x.category = n.category AND x.name_key = n.name_key;
+LEFT JOIN classes AS c
+  ON c.run = n.run AND c.category = n.category AND c.name_key = n.name_key
+LEFT JOIN collectives AS x
+  ON x.run = n.run AND x.category = n.category AND x.name_key = n.name_key;

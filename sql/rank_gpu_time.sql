@@ -20,17 +20,16 @@
 --   compute_ns           length of the union of computation kernels, ns
 --   overlap_ns           length of their intersection, ns
 CREATE OR REPLACE VIEW rank_gpu_time AS
-WITH spans AS (
+WITH spans AS NOT MATERIALIZED (
   SELECT run, phase, rank, trace_id, first_ns, last_ns
   FROM gpu_time
   WHERE first_ns IS NOT NULL
 ),
 overlapping_ranks AS (
-  SELECT DISTINCT a.run, a.phase, a.rank
+  SELECT DISTINCT run, phase, rank
   FROM spans AS a
-  JOIN spans AS b
-    ON a.run = b.run AND a.phase = b.phase AND a.rank = b.rank AND a.trace_id < b.trace_id
-   AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns
+  JOIN spans AS b USING (run, phase, rank)  -- USING: a filter on run reaches both sides
+  WHERE a.trace_id < b.trace_id AND a.first_ns < b.last_ns AND b.first_ns < a.last_ns
 ),
 stored AS (
   SELECT g.run, g.phase, g.rank,
@@ -42,10 +41,10 @@ stored AS (
          CAST(sum(c.comm_or_compute_ns) AS BIGINT) AS comm_or_compute_ns,
          count(c.trace_id) = count(*) AS classes_stored
   FROM gpu_time AS g
-  LEFT JOIN trace_class_time AS c ON c.trace_id = g.trace_id
+  LEFT JOIN trace_class_time AS c USING (run, phase, rank, trace_id)  -- a run filter reaches c
   GROUP BY g.run, g.phase, g.rank
 ),
-plan AS (
+plan AS NOT MATERIALIZED (
   SELECT s.*, o.rank IS NOT NULL AS overlapping
   FROM stored AS s
   LEFT JOIN overlapping_ranks AS o ON o.run = s.run AND o.phase = s.phase AND o.rank = s.rank

@@ -15,7 +15,7 @@
 --   slowest_rank       the rank with the largest total (lowest rank on ties)
 --   max_over_median    max_ns / median_ns
 CREATE OR REPLACE VIEW rank_skew AS
-WITH work AS (
+WITH work AS NOT MATERIALIZED (
   SELECT * FROM kernel_classes WHERE category <> 'gpu_user_annotation'
 ),
 per_rank AS (

@@ -65,11 +65,11 @@ class StagedTrace:
     def partition(self):
         return f"run={self.run}/phase={self.phase}/rank={self.rank}"
 
-    def data_file(self, table, part, root):
+    def data_file(self, table, part, root, row=None):
         path = f"{self.partition()}/{self.trace_id}-{part:05d}.parquet"
         return DataFile(path, self.run, self.phase, self.rank,
                         pq.ParquetFile(Path(root) / table / path).metadata.num_rows,
-                        (Path(root) / table / path).stat().st_size)
+                        (Path(root) / table / path).stat().st_size, row)
 
 
 @dataclass
@@ -88,6 +88,16 @@ class StoredTrace:
 
 
 @dataclass
+class RunInfo:
+    """A run as the `traces` log describes it."""
+
+    run: str
+    first_seq: int
+    phases: set
+    tags: dict  # of its first trace
+
+
+@dataclass
 class CommitResult:
     trace: StoredTrace | None  # the trace already there, when "unchanged"
     status: str  # "ingested", "unchanged" (same file already there) or "replaced"
@@ -102,12 +112,12 @@ class Snapshot:
     seq: int
     class_rules: tuple  # fingerprints of the class rules any live trace was stored with
 
-    def files(self, root, run=None):
-        """{table: [DataFile]} at the snapshot's versions (optionally of one run)."""
+    def files(self, root, runs=None):
+        """{table: [DataFile]} at the snapshot's versions (optionally of some runs only)."""
         tables = [name for name in TABLES if (Path(root) / name / delta.LOG_DIR).is_dir()]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
             found = pool.map(lambda name: delta.live_files(Path(root) / name,
-                                                            self.versions[name], run), tables)
+                                                            self.versions[name], runs), tables)
             return dict(zip(tables, found))
 
 
@@ -133,12 +143,12 @@ class Catalog:
         """Workers get the catalog without loaded tables (delta-rs's cannot be pickled)."""
         return {**self.__dict__, "_loaded": {}}
 
-    def live_files(self, table, version, run=None):
-        """A table's live files at `version` (optionally of one run); its log is read
+    def live_files(self, table, version, runs=None):
+        """A table's live files at `version` (optionally of some runs); its log is read
         incrementally from one call to the next."""
         loaded = delta.load(self.table_path(table), version, self._loaded.get(table))
         self._loaded[table] = loaded
-        return delta.files_of(loaded, run)
+        return delta.files_of(loaded, runs)
 
     def table_path(self, table):
         return self.root / table
@@ -186,19 +196,32 @@ class Catalog:
         snapshot = snapshot or self.snapshot()
         if TRACES not in snapshot.versions:
             return []
-        files = [f for f in self.live_files(TRACES, snapshot.versions[TRACES], run)
+        files = [f for f in self.live_files(TRACES, snapshot.versions[TRACES],
+                                            None if run is None else [run])
                  if phase is None or f.phase == phase]
         traces = []
         for data_file in files:
-            table = pq.read_table(self.table_path(TRACES) / data_file.path,
-                                  columns=["trace_id", "sha256", "events", "bytes", "tags",
-                                           "ingest_seq"])
-            for row in table.to_pylist():
+            for row in ([data_file.row] if data_file.row is not None else  # from the log
+                        pq.read_table(self.table_path(TRACES) / data_file.path).to_pylist()):
                 traces.append(StoredTrace(row["trace_id"], row["sha256"], data_file.run,
                                           data_file.phase, data_file.rank, row["events"],
                                           row["bytes"], json.loads(row["tags"] or "{}"),
                                           row["ingest_seq"]))
         return sorted(traces, key=lambda t: t.ingest_seq)
+
+    def runs(self, snapshot=None):
+        """The runs, in the order of their first commit: [RunInfo], from the `traces` log
+        alone (its files' statistics hold their row's values), so listing 1,000 runs reads
+        no data file."""
+        snapshot = snapshot or self.snapshot()
+        if TRACES not in snapshot.versions:
+            return []
+        found = {}
+        for trace in self.stored_traces(None, snapshot=snapshot):
+            info = found.setdefault(trace.run, RunInfo(trace.run, trace.ingest_seq, set(),
+                                                       trace.tags))
+            info.phases.add(trace.phase)
+        return list(found.values())
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -242,7 +265,7 @@ class Catalog:
         the lock, so concurrent ingests serialise here (and only here). With `replace`, the
         traces of the same run/phase/rank committed up to sequence number `replace_up_to`
         (all, when None) are removed in the same commits. `before_publish(seq, committed_at)`
-        stages the `traces` row once its sequence number is known."""
+        stages the `traces` row once its sequence number is known, and returns it."""
         with self.locked():
             snapshot = self.snapshot()
             same_rank = [t for t in self.stored_traces(staged.run, staged.phase, snapshot)
@@ -255,14 +278,15 @@ class Catalog:
                         if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to)]
             seq = snapshot.seq + 1
             committed_at = datetime.datetime.now(datetime.timezone.utc)
-            if before_publish is not None:
-                before_publish(seq, committed_at)
+            row = before_publish(seq, committed_at) if before_publish is not None else None
+            row_stats = None if row is None else {name: row[name] for name in delta.ROW_STATS}
             with _interrupt_deferred(), self.committing():
-                self._publish(staged, staging, snapshot, seq, {t.trace_id for t in replaced})
+                self._publish(staged, staging, snapshot, seq, {t.trace_id for t in replaced},
+                              row_stats)
             shutil.rmtree(staging, ignore_errors=True)
             return CommitResult(None, "replaced" if replaced else "ingested", replaced)
 
-    def _publish(self, staged, staging, snapshot, seq, replaced_ids):
+    def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
         """Move the staged files into their partitions and commit them, `traces` last."""
         for table, parts in staged.parts.items():
             target = self.table_path(table) / staged.partition()
@@ -272,11 +296,12 @@ class Catalog:
                            target / f"{staged.trace_id}-{part:05d}.parquet")
         versions = dict(snapshot.versions)
         for table in [name for name in TABLES if name != TRACES] + [TRACES]:
-            adds = [staged.data_file(table, part, self.root)
+            adds = [staged.data_file(table, part, self.root,
+                                     row_stats if table == TRACES else None)
                     for part in staged.parts.get(table, [])]
             removes = []
             if replaced_ids:
-                removes = [f for f in self.live_files(table, versions[table], staged.run)
+                removes = [f for f in self.live_files(table, versions[table], [staged.run])
                            if f.trace_id in replaced_ids]
             info = None
             if table == TRACES:

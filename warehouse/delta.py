@@ -12,6 +12,7 @@ Every 100th version gets a checkpoint (what delta-rs does by default), so reader
 most 99 commit files.
 """
 
+import datetime
 import json
 import os
 import time
@@ -27,6 +28,8 @@ from ingest.schema import PARTITION_COLUMNS
 from .errors import WarehouseError
 
 LOG_DIR = "_delta_log"
+# The `traces` columns whose values each file's statistics hold (its one row's).
+ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at")
 CHECKPOINT_INTERVAL = 100
 PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
 
@@ -41,6 +44,7 @@ class DataFile:
     rank: int
     rows: int
     size: int
+    row: dict | None = None  # a one-row file's values of ROW_STATS columns (traces files)
 
     @property
     def trace_id(self):
@@ -100,7 +104,7 @@ def add_action(data_file, data_change=True):
     return {"add": {
         **_file_fields(data_file, data_change),
         "modificationTime": int(time.time() * 1000),
-        "stats": json.dumps({"numRecords": data_file.rows}),
+        "stats": json.dumps(_stats(data_file)),
     }}
 
 
@@ -110,6 +114,24 @@ def remove_action(data_file, data_change=True):
         "deletionTimestamp": int(time.time() * 1000),
         "extendedFileMetadata": True,
     }}
+
+
+def _stats(data_file):
+    """numRecords, and for a one-row file (a `traces` row) the bounds of its ROW_STATS
+    columns, which are its values: listing runs and what they hold reads them from the log
+    instead of thousands of files (and engines skip files on them)."""
+    stats = {"numRecords": data_file.rows}
+    if data_file.row is not None:
+        values = {name: (_timestamp_text(value) if isinstance(value, datetime.datetime)
+                         else value) for name, value in data_file.row.items()}
+        stats.update(minValues=values, maxValues=values,
+                     nullCount={name: int(value is None) for name, value in values.items()})
+    return stats
+
+
+def _timestamp_text(value):
+    """A timestamp as Delta statistics write it: UTC, ISO 8601, microseconds."""
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _file_fields(data_file, data_change):
@@ -169,18 +191,23 @@ def load(path, version, loaded=None):
     return DeltaTable(str(path), version=version)
 
 
-def live_files(path, version, run=None):
-    """The table's live files at `version` (optionally of one run)."""
-    return files_of(load(path, version), run)
+def live_files(path, version, runs=None):
+    """The table's live files at `version` (optionally of some runs only)."""
+    return files_of(load(path, version), runs)
 
 
-def files_of(table, run=None):
-    """The live files of a loaded table (optionally of one run: chosen before any Python
-    object is made, which at 8,000 files is most of the cost)."""
+def files_of(table, runs=None):
+    """The live files of a loaded table (optionally of some runs only: chosen before any
+    Python object is made, which at 8,000 files is most of the cost)."""
     actions = pa.table(table.get_add_actions(flatten=True))
-    if run is not None:
-        actions = actions.filter(pc.equal(actions["partition.run"], run))
+    if runs is not None:
+        actions = actions.filter(pc.is_in(actions["partition.run"],
+                                          value_set=pa.array(sorted(runs), pa.string())))
     columns = actions.to_pydict()
-    return [DataFile(p, r, ph, int(k), int(n or 0), int(s)) for p, r, ph, k, n, s in zip(
+    named = [name for name in ROW_STATS if f"min.{name}" in columns]
+    rows = ([dict(zip(named, values)) for values in zip(*(columns[f"min.{n}"] for n in named))]
+            if len(named) == len(ROW_STATS) else [None] * actions.num_rows)
+    return [DataFile(*fields) for fields in zip(
         columns["path"], columns["partition.run"], columns["partition.phase"],
-        columns["partition.rank"], columns["num_records"], columns["size_bytes"])]
+        map(int, columns["partition.rank"]), [int(n or 0) for n in columns["num_records"]],
+        map(int, columns["size_bytes"]), rows)]

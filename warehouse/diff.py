@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from . import output
 from .errors import UsageError
-from .query import run_query
-from .scope import check_runs, check_scope, did_you_mean
+from .catalog import Catalog
+from .query import connect, run_query
+from .scope import check_runs, check_scope, did_you_mean, known_runs
 
 KEYS = ("name", "short_name", "class")
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns")
@@ -33,7 +34,7 @@ def _records(columns, rows):
 
 def diff_runs(connection, base, new, options):
     """The diff as the JSON-ready dict nightly jobs build on."""
-    check_runs(connection, base, new)
+    check_runs(known_runs(connection), base, new)
     if base == new:
         raise UsageError("base and new are the same run")
     check_scope(connection, (base, new), options.phase, options.rank)
@@ -136,9 +137,11 @@ def render_diff(report, fmt):
     return "".join(parts)
 
 
-def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None):
+def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
+          check_kernel=True):
     """(columns, rows): the metric per run and phase (median over ranks), in ingest order or
-    by the value of a tag; the last `last` runs."""
+    by the value of a tag; the last `last` runs. A kernel no run has is an error, unless not
+    `check_kernel` (the connection holding only some runs)."""
     if metric.startswith("kernel:"):
         source = ("SELECT run, phase, rank, CAST(sum(dur_ns) AS DOUBLE) AS value "
                   "FROM kernel_classes WHERE name = ? OR short_name = ? "
@@ -175,7 +178,7 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         {where}
         ORDER BY {order}, p.phase"""
     columns, rows = run_query(connection, sql, params=params)
-    if not rows and metric.startswith("kernel:"):
+    if not rows and metric.startswith("kernel:") and check_kernel:
         _check_kernel(connection, metric[len("kernel:"):])
     if last is not None:
         keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
@@ -198,3 +201,39 @@ def _check_kernel(connection, name):
         .fetchall()]
     raise UsageError(f"no kernel named {name!r} in any run (by full or short name)"
                      f"{did_you_mean(name, names)}")
+
+
+def trend_in_warehouse(root, metric, last=None, tag=None, order_by_tag=None, phase=None):
+    """`trend` asked of the newest runs only: the last `last` runs in trend order (from the
+    `traces` log, no data read), the window doubled until it holds `last` runs with the
+    metric or every run. At 1,000 runs, the 30 newest are read instead of all."""
+    catalog = Catalog(root)
+    catalog.check_readable()
+    if last is None:
+        return trend(connect(root), metric, None, tag, order_by_tag, phase)
+    order = _trend_order(catalog.runs(), tag, order_by_tag, phase)
+    window = last
+    while True:
+        every_run = window >= len(order)  # then over the whole warehouse, as without --last
+        connection = connect(root) if every_run else connect(root, runs=set(order[-window:]))
+        columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
+                              check_kernel=every_run)
+        if len({row[0] for row in rows}) >= last or every_run:
+            return columns, rows
+        window *= 2
+
+
+def _trend_order(runs, tag, order_by_tag, phase):
+    """Run names in the order `trend` sorts them (tag value, nulls first, then first commit),
+    keeping those with the tag and phase asked for."""
+    def tag_value(info, key):
+        value = info.tags.get(key)
+        return None if value is None else str(value)
+
+    chosen = [info for info in runs
+              if (phase is None or phase in info.phases)
+              and (tag is None or tag_value(info, tag[0]) == tag[1])]
+    if order_by_tag is not None:
+        chosen.sort(key=lambda info: (tag_value(info, order_by_tag) is not None,
+                                      tag_value(info, order_by_tag) or "", info.first_seq))
+    return [info.run for info in chosen]

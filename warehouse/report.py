@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import charts
 from .diff import DiffOptions, diff_runs
-from .scope import check_runs, choose_phase
+from .scope import check_runs, choose_phase, known_runs
 
 TOP_KERNELS = 15
 HISTOGRAM_KERNELS = 6
@@ -42,7 +42,7 @@ def us(ns):
 
 def build_report(connection, run, phase=None, base=None, options=None):
     """The report of `run` (one phase) as HTML text; with `base`, the diff against it."""
-    check_runs(connection, run, *([base] if base else []))
+    check_runs(known_runs(connection), run, *([base] if base else []))
     phase = choose_phase(connection, run, phase)
     scope = [run, phase]
     sections = [

@@ -11,10 +11,9 @@ def known_runs(connection):
             .fetchall()]
 
 
-def check_runs(connection, *runs):
-    """Refuse a run the warehouse does not hold, suggesting close names rather than listing
-    what may be thousands of runs."""
-    known = known_runs(connection)
+def check_runs(known, *runs):
+    """Refuse a run that is not among `known` (the warehouse's runs), suggesting close names
+    rather than listing what may be thousands of runs."""
     for run in runs:
         if run in known:
             continue
@@ -74,3 +73,54 @@ def choose_phase(connection, run, phase, rank=None):
     if phase not in phases:
         raise UsageError(f"{subject} has no phase {phase!r} (its phases: {', '.join(phases)})")
     return phase
+
+
+def runs_a_query_names(sql):
+    """The runs a query can only be about, or None when that cannot be told for sure: one
+    SELECT from one table or library view (no join, subquery, CTE or set operation) whose
+    WHERE requires `run = 'x'` or `run IN ('x', 'y')`. Every library view's rows of a run
+    come from that run's rows alone, so such a query reads just those runs' files."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        statements = sqlglot.parse(sql, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    if len(statements) != 1 or not isinstance(statements[0], exp.Select):
+        return None
+    select = statements[0]
+    sources = list(select.find_all(exp.Table))
+    where = select.find(exp.Where)
+    if (len(sources) != 1 or not isinstance(sources[0].this, exp.Identifier)  # not a macro
+            or select.find(exp.With, exp.Join, exp.Subquery, exp.Union, exp.Intersect,
+                           exp.Except) or where is None):
+        return None
+    runs = None
+    for condition in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        named = _runs_of(condition)
+        if named is not None:
+            runs = named if runs is None else runs & named
+    return runs
+
+
+def _runs_of(condition):
+    """{'x'} for `run = 'x'`, {'x', 'y'} for `run IN ('x', 'y')`, else None."""
+    from sqlglot import exp
+
+    def is_run(node):
+        return isinstance(node, exp.Column) and node.name.lower() == "run"
+
+    def literal(node):
+        return isinstance(node, exp.Literal) and node.is_string
+
+    if isinstance(condition, exp.EQ):
+        left, right = condition.this, condition.expression
+        if is_run(right):
+            left, right = right, left
+        if is_run(left) and literal(right):
+            return {right.this}
+    if (isinstance(condition, exp.In) and is_run(condition.this) and condition.expressions
+            and all(literal(item) for item in condition.expressions)):
+        return {item.this for item in condition.expressions}
+    return None

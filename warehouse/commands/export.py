@@ -4,8 +4,8 @@ import click
 
 from ..errors import UsageError
 from ..export import WindowChoice, export_window, resolve_window
-from ..query import connect
-from ..scope import check_runs, choose_phase
+from ..query import connect_to_runs
+from ..scope import choose_phase
 from .options import phase_option
 
 
@@ -52,8 +52,7 @@ def export(catalog, run, rank, phase, step, annotation, occurrence, from_ns, to_
         raise UsageError("--from-ns and --to-ns go together")
     if occurrence is not None and step is None and annotation is None:
         raise UsageError("--occurrence picks a repeated --step or --annotation")
-    connection = connect(catalog.root)
-    check_runs(connection, run)
+    connection = connect_to_runs(catalog.root, [run])
     phase = choose_phase(connection, run, phase, rank)
     window = resolve_window(connection, run, phase, rank, WindowChoice(
         step, annotation, occurrence, from_ns, to_ns, trace_id))

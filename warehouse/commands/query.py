@@ -5,7 +5,7 @@ import sys
 import click
 
 from .. import output
-from ..query import query_warehouse
+from ..query import list_runs, query_warehouse
 from .options import FORMAT_OPTION, RULES_OPTION, echo
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
@@ -58,5 +58,5 @@ def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
 @click.pass_obj
 def runs(catalog, fmt):
     """List the runs: phases, ranks, files, events and tags."""
-    ((columns, rows),) = query_warehouse(catalog.root, "SELECT * FROM runs ORDER BY first_seq")
+    columns, rows = list_runs(catalog.root)
     echo(output.render(columns, rows, fmt))

@@ -6,7 +6,7 @@ import click
 
 from ..diff import DiffOptions
 from ..errors import UsageError
-from ..query import connect
+from ..query import connect_to_runs
 from .options import RULES_OPTION, phase_option
 
 
@@ -35,7 +35,8 @@ def report(catalog, run, base, phase, threshold, min_ns, out_path, rules):
     """
     from ..report import build_report  # matplotlib loads only for this command
 
-    text = build_report(connect(catalog.root, rules), run, phase, base,
+    connection = connect_to_runs(catalog.root, [run, *([base] if base else [])], rules)
+    text = build_report(connection, run, phase, base,
                         DiffOptions(threshold_pct=threshold, min_ns=min_ns))
     path = Path(out_path)
     try:

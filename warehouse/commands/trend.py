@@ -3,9 +3,8 @@
 import click
 
 from .. import output
-from ..diff import trend
+from ..diff import trend_in_warehouse
 from ..names import parse_tag
-from ..query import connect
 from .options import FORMAT_OPTION, echo, phase_option
 
 
@@ -31,7 +30,7 @@ def trend_command(catalog, metric, last, tag, order_by_tag, phase, fmt):
       tracewh trend overlap_ratio --last 30
       tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
     """
-    columns, rows = trend(connect(catalog.root), metric, last=last,
-                          tag=parse_tag(tag) if tag else None, order_by_tag=order_by_tag,
-                          phase=phase)
+    columns, rows = trend_in_warehouse(catalog.root, metric, last=last,
+                                       tag=parse_tag(tag) if tag else None,
+                                       order_by_tag=order_by_tag, phase=phase)
     echo(output.render(columns, rows, fmt))

@@ -114,10 +114,19 @@ class Snapshot:
 
     def files(self, root, runs=None):
         """{table: [DataFile]} at the snapshot's versions (optionally of some runs only)."""
+        return self._each_table(root, lambda path, version: delta.live_files(path, version,
+                                                                             runs))
+
+    def paths(self, root, runs=None):
+        """{table: [path of each live file]} at the snapshot's versions (optionally of some
+        runs only)."""
+        return self._each_table(root, lambda path, version: delta.live_paths(path, version,
+                                                                             runs))
+
+    def _each_table(self, root, read):
         tables = [name for name in TABLES if (Path(root) / name / delta.LOG_DIR).is_dir()]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
-            found = pool.map(lambda name: delta.live_files(Path(root) / name,
-                                                            self.versions[name], runs), tables)
+            found = pool.map(lambda name: read(Path(root) / name, self.versions[name]), tables)
             return dict(zip(tables, found))
 
 

@@ -196,13 +196,28 @@ def live_files(path, version, runs=None):
     return files_of(load(path, version), runs)
 
 
-def files_of(table, runs=None):
-    """The live files of a loaded table (optionally of some runs only: chosen before any
-    Python object is made, which at 8,000 files is most of the cost)."""
+def live_paths(path, version, runs=None):
+    """The paths of the table's live files at `version` (optionally of some runs only), as
+    text: what a query needs, without a Python object per file."""
+    prefix = f"{path}/"
+    return [prefix + name for name in _actions(load(path, version), runs)["path"].to_pylist()]
+
+
+def _actions(table, runs):
+    """A loaded table's add actions, flattened, of some runs only (chosen in Arrow)."""
+    if isinstance(runs, str):
+        raise TypeError("runs is a collection of run names, not one name")
     actions = pa.table(table.get_add_actions(flatten=True))
     if runs is not None:
         actions = actions.filter(pc.is_in(actions["partition.run"],
                                           value_set=pa.array(sorted(runs), pa.string())))
+    return actions
+
+
+def files_of(table, runs=None):
+    """The live files of a loaded table (optionally of some runs only: chosen before any
+    Python object is made, which at 8,000 files is most of the cost)."""
+    actions = _actions(table, runs)
     columns = actions.to_pydict()
     named = [name for name in ROW_STATS if f"min.{name}" in columns]
     rows = ([dict(zip(named, values)) for values in zip(*(columns[f"min.{n}"] for n in named))]

@@ -70,7 +70,8 @@ def optimize(catalog, run=None):
                 continue
             path = catalog.table_path(name)
             actions = []
-            for group in _groups(catalog.live_files(name, versions[name], run)):
+            for group in _groups(catalog.live_files(name, versions[name],
+                                                    None if run is None else [run])):
                 merged = _merge(path, group, versions[name] + 1)
                 actions += [delta.remove_action(f, data_change=False) for f in group]
                 actions.append(delta.add_action(merged, data_change=False))

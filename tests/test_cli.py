@@ -378,3 +378,21 @@ def test_ctrl_c_stops_within_2_s_with_one_line_and_status_130(copies, large_trac
     committed = Catalog(warehouse).stored_traces(run=None)
     assert all(trace.events == 14240 * 24 for trace in committed)  # whole or absent
     assert not list(warehouse.glob("_tracewh/staging/*"))
+
+
+def test_query_out_parquet_keeps_types_and_every_digit(tracewh, dlrm0, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "stats.parquet"
+    result = tracewh("query", "SELECT rank, total_ns, busy_share, name FROM kernel_stats "
+                     "ORDER BY total_ns DESC", "--out", out)
+    table = pq.read_table(out)
+    assert result.stderr == f"wrote {table.num_rows:,} rows to {out}\n" and table.num_rows > 10
+    assert [str(f.type) for f in table.schema] == ["int32", "int64", "double", "string"]
+    csv_rows = list(csv.DictReader(io.StringIO(tracewh(
+        "query", "--format", "csv", "SELECT busy_share FROM kernel_stats ORDER BY total_ns DESC"
+    ).stdout)))
+    assert [float(r["busy_share"]) for r in csv_rows] == table["busy_share"].to_pylist()
+    refused = tracewh("query", "SELECT 1; SET threads = 1", "--allow-write", "--out",
+                      tmp_path / "none.parquet", expect=2)
+    assert "not a SELECT" in refused.stderr and not (tmp_path / "none.parquet").exists()

@@ -9,11 +9,14 @@ connection is in-memory; nothing is written unless the caller allows it.
 import functools
 import importlib.resources
 import itertools
+import os
 import re
+from pathlib import Path
 
 import duckdb
 import sqlglot
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ingest.schema import PARTITION_COLUMNS, TABLES
 
@@ -283,6 +286,29 @@ def run_statements(connection, sql, allow_write=False):
     except duckdb.Error as error:
         raise QueryError(_one_line(error)) from None
     return [result for result in results if result[0]] or results[-1:]
+
+
+def query_to_parquet(root, sql, path, rules_file=None, allow_write=False):
+    """Run every statement of `sql` and write the last one's result to `path` as Parquet,
+    its types kept (DuckDB's Arrow result; zstd); return the number of rows. The file
+    appears whole or not at all."""
+    runs = None if allow_write else runs_a_query_names(sql)
+    connection = connect(root, rules_file, runs)
+    statements = _statements(connection, sql) if allow_write else check_read_only(connection, sql)
+    if statements[-1].type.name != "SELECT":
+        raise QueryError(f"the last statement is a {statements[-1].type.name}, not a SELECT: "
+                         "it has no rows to write")
+    try:
+        for statement in statements[:-1]:
+            _result(connection.execute(statement))  # fetched: the connection is free again
+        table = connection.sql(statements[-1].query).to_arrow_table()
+    except duckdb.Error as error:
+        raise QueryError(_one_line(error)) from None
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp")
+    pq.write_table(table, temporary, compression="zstd")
+    os.replace(temporary, target)
+    return table.num_rows
 
 
 def query_warehouse(root, sql, rules_file=None, allow_write=False):

@@ -5,7 +5,7 @@ import sys
 import click
 
 from .. import output
-from ..query import list_runs, query_warehouse
+from ..query import list_runs, query_to_parquet, query_warehouse
 from .options import FORMAT_OPTION, RULES_OPTION, echo
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
@@ -16,7 +16,9 @@ TERMINAL_ROWS = 40
 @click.argument("sql")
 @FORMAT_OPTION
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True),
-              help="Write the result to this file instead of stdout (every row).")
+              help="Write the result to this file instead of stdout (every row); a name "
+                   "ending in .parquet writes Parquet with the result's types (--format is "
+                   "then not used).")
 @click.option("--max-rows", type=click.IntRange(min=0),
               help=f"Rows of a table to print; the rest are counted, not shown; 0 prints all. "
                    f"[default: {TERMINAL_ROWS} on a terminal, else all; csv, json, markdown "
@@ -36,9 +38,14 @@ def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
       tracewh query "SELECT run, rank, count(*) FROM kernels GROUP BY ALL"
       tracewh query --format json "SELECT * FROM overlap" > overlap.json
       tracewh query - < report.sql
+      tracewh query "SELECT * FROM kernel_stats" --out kernel_stats.parquet
     """
     if sql == "-":
         sql = sys.stdin.read()
+    if out_path is not None and out_path.endswith(".parquet"):
+        rows = query_to_parquet(catalog.root, sql, out_path, rules, allow_write=allow_write)
+        click.echo(f"wrote {rows:,} rows to {out_path}", err=True)
+        return
     results = query_warehouse(catalog.root, sql, rules, allow_write=allow_write)
     if max_rows is None:
         max_rows = TERMINAL_ROWS if out_path is None and sys.stdout.isatty() else 0

@@ -191,16 +191,50 @@ def load(path, version, loaded=None):
     return DeltaTable(str(path), version=version)
 
 
+def load_version(path, version):
+    """The table at `version`, to read, not to move: a version of a table never changes,
+    so it is loaded once per process (a command reads `traces` for its runs, then for the
+    snapshot's files)."""
+    from deltalake import DeltaTable
+
+    key = (str(path), version, _creation_mark(path))
+    if key not in _VERSIONS:
+        _VERSIONS[key] = DeltaTable(str(path), version=version)
+    return _VERSIONS[key]
+
+
+# {(table path, version, creation mark): DeltaTable} loaded by this process.
+_VERSIONS = {}
+
+
+def _creation_mark(path):
+    """What tells a table from another created later at the same path: its first commit's
+    modification time."""
+    return (Path(path) / LOG_DIR / f"{0:020d}.json").stat().st_mtime_ns
+
+
 def live_files(path, version, runs=None):
     """The table's live files at `version` (optionally of some runs only)."""
-    return files_of(load(path, version), runs)
+    return files_of(load_version(path, version), runs)
 
 
 def live_paths(path, version, runs=None):
     """The paths of the table's live files at `version` (optionally of some runs only), as
     text: what a query needs, without a Python object per file."""
     prefix = f"{path}/"
-    return [prefix + name for name in _actions(load(path, version), runs)["path"].to_pylist()]
+    return [prefix + name
+            for name in _actions(load_version(path, version), runs)["path"].to_pylist()]
+
+
+def row_table(path, version, schema):
+    """The rows of a table of one-row files (`traces`), as `schema` (partition columns, then
+    ROW_STATS columns), built from its log's statistics in Arrow; None if a file has none."""
+    actions = _actions(load_version(path, version), None)
+    names = [f"partition.{name}" for name in PARTITION_NAMES] + [f"min.{n}" for n in ROW_STATS]
+    if (any(name not in actions.column_names for name in names)
+            or actions["min.ingest_seq"].null_count):
+        return None
+    return pa.table([actions[name] for name in names], names=schema.names).cast(schema)
 
 
 def _actions(table, runs):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from . import output
 from .errors import UsageError
 from .catalog import Catalog
-from .query import connect, run_query
+from .query import connect, run_query, tables_read_by
 from .scope import check_runs, check_scope, did_you_mean, known_runs
 
 KEYS = ("name", "short_name", "class")
@@ -137,6 +137,12 @@ def render_diff(report, fmt):
     return "".join(parts)
 
 
+# What `diff_runs` and `trend` read: a connection for them lists these tables' files only.
+DIFF_READS = ("run_diff_with", "run_metric_diff_with", "kernel_classes", "kernel_name_classes",
+              "run_metrics", "runs", "traces")
+TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs")
+
+
 def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
           check_kernel=True):
     """(columns, rows): the metric per run and phase (median over ranks), in ingest order or
@@ -215,7 +221,9 @@ def trend_in_warehouse(root, metric, last=None, tag=None, order_by_tag=None, pha
     window = last
     while True:
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
-        connection = connect(root) if every_run else connect(root, runs=set(order[-window:]))
+        connection = (connect(root) if every_run else
+                      connect(root, runs=set(order[-window:]),
+                              tables=set().union(*map(tables_read_by, TREND_READS))))
         columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
                               check_kernel=every_run)
         if len({row[0] for row in rows}) >= last or every_run:

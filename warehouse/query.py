@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 from ingest.schema import PARTITION_COLUMNS, TABLES
 
 from .catalog import TRACES, Catalog
-from .delta import ROW_STATS
 from .errors import QueryError
 from .scope import check_runs, runs_a_query_names
 from .rules import create_rules_table, default_rules, effective_rules, rules_fingerprint
@@ -92,16 +91,54 @@ _WORD = re.compile(r"\w+")
 
 
 @functools.cache
+def _modules_and_needs():
+    """({module: SQL text}, {module: [the modules whose views or macros it reads]})."""
+    modules = {name: text for name, (_, text) in library().items()}
+    needs = {name: sorted({_defined_by()[word] for word in _words(text)
+                           if _defined_by().get(word, name) != name})
+             for name, text in modules.items()}
+    return modules, needs
+
+
+@functools.cache
+def _defined_by():
+    """{view or macro name: the library module that defines it}."""
+    return {defined: name for name, (_, text) in library().items()
+            for defined in _DEFINES.findall(text)}
+
+
+def _words(sql_text):
+    return set(_WORD.findall(_COMMENT.sub("", sql_text)))
+
+
+def tables_read_by(name):
+    """The tables a table or library view reads, through every view it reads: what a
+    connection for a query of it must list files of. The live modules' reading counts too
+    (custom rules swap them in)."""
+    modules, needs = _modules_and_needs()
+    live = {resource_name: text for resource_name, text in _live_texts()}
+    seen, pending, tables = set(), [_defined_by().get(name, name)], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in TABLES:
+            tables.add(current)
+            continue
+        text = modules.get(current, "") + live.get(current, "")
+        tables |= _words(text) & set(TABLES)
+        pending += needs.get(current, []) + [word for word in _words(live.get(current, ""))
+                                             if word in modules]
+    return tables
+
+
+@functools.cache
 def library_in_order():
     """The library's SQL texts, each after the modules whose views or macros it uses, so that
     a connection defines every view once (defining in file order took 56 attempts for 25
     modules, each failed one binding its inputs for nothing)."""
-    modules = {name: text for name, (_, text) in library().items()}
-    defined_by = {defined: name for name, text in modules.items()
-                  for defined in _DEFINES.findall(text)}
-    needs = {name: sorted({defined_by[word] for word in _WORD.findall(_COMMENT.sub("", text))
-                           if defined_by.get(word, name) != name})
-             for name, text in modules.items()}
+    modules, needs = _modules_and_needs()
     ordered, placed, visiting = [], set(), set()
 
     def place(name):
@@ -159,15 +196,17 @@ def _transpile_statements(sql_text, dialect):
     return ";\n".join(statements) + ";\n"
 
 
-def connect(root, rules_file=None, runs=None):
+def connect(root, rules_file=None, runs=None, tables=None):
     """An in-memory DuckDB connection with every table and library view defined, over one
     snapshot of the warehouse, or over some runs of it only: DuckDB reads the Hive partition
     values of every file a view lists each time the view is bound (0.23 s per 7,280 files),
-    so a question about two runs of a thousand is asked of those two."""
+    so a question about two runs of a thousand is asked of those two. With `tables`, only
+    those tables' files are listed (the others look empty): for a query that reads no
+    other."""
     catalog = Catalog(root)
     catalog.check_readable()
     snapshot = catalog.snapshot()
-    paths = snapshot.paths(root, runs)
+    paths = snapshot.paths(root, runs, tables)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output
     # Binding a view over N files reads N Hive paths (0.09 s at 8,000), and defining the
@@ -190,13 +229,15 @@ def connect(root, rules_file=None, runs=None):
     return connection
 
 
-def connect_to_runs(root, runs, rules_file=None):
+def connect_to_runs(root, runs, rules_file=None, reads=None):
     """A connection over `runs` only, each checked to be in the warehouse first (an unknown
-    one is refused with close names)."""
+    one is refused with close names); with `reads` (names of views, macros or tables), over
+    the tables they read only."""
     catalog = Catalog(root)
     catalog.check_readable()
     check_runs([info.run for info in catalog.runs()], *runs)
-    return connect(root, rules_file, runs=set(runs))
+    tables = set().union(*map(tables_read_by, reads)) if reads else None
+    return connect(root, rules_file, runs=set(runs), tables=tables)
 
 
 def list_runs(root):
@@ -206,16 +247,9 @@ def list_runs(root):
     view is asked of the table itself."""
     catalog = Catalog(root)
     catalog.check_readable()
-    snapshot = catalog.snapshot()
-    files = (catalog.live_files(TRACES, snapshot.versions[TRACES])
-             if TRACES in snapshot.versions else [])
-    if any(data_file.row is None for data_file in files):
+    traces = catalog.trace_rows()
+    if traces is None:
         return query_warehouse(root, "SELECT * FROM runs ORDER BY first_seq")[0]
-    columns = {c.name: c.type for c in TABLES[TRACES].columns}
-    schema = pa.schema([(name, type_) for name, type_, _ in PARTITION_COLUMNS]
-                       + [(name, columns[name]) for name in ROW_STATS])
-    traces = pa.Table.from_pylist([{"run": f.run, "phase": f.phase, "rank": f.rank, **f.row}
-                                   for f in files], schema=schema)
     connection = duckdb.connect()
     connection.register(TRACES, traces)
     connection.execute(library()["runs"][1])
@@ -231,9 +265,15 @@ def _cached_classes_apply(snapshot, rules):
 
 def _live_modules():
     """The sql/live/ replacements of the views that read class figures merged at ingest."""
+    return [text for _, text in _live_texts()]
+
+
+@functools.cache
+def _live_texts():
     live = importlib.resources.files("sql").joinpath("live")
-    return [resource.read_text() for resource in sorted(live.iterdir(), key=lambda r: r.name)
-            if resource.name.endswith(".sql")]
+    return tuple((resource.name[:-4], resource.read_text())
+                 for resource in sorted(live.iterdir(), key=lambda r: r.name)
+                 if resource.name.endswith(".sql"))
 
 
 def check_read_only(connection, sql):
@@ -292,8 +332,7 @@ def query_to_parquet(root, sql, path, rules_file=None, allow_write=False):
     """Run every statement of `sql` and write the last one's result to `path` as Parquet,
     its types kept (DuckDB's Arrow result; zstd); return the number of rows. The file
     appears whole or not at all."""
-    runs = None if allow_write else runs_a_query_names(sql)
-    connection = connect(root, rules_file, runs)
+    connection = connect(root, rules_file, *_scope_of(sql, allow_write))
     statements = _statements(connection, sql) if allow_write else check_read_only(connection, sql)
     if statements[-1].type.name != "SELECT":
         raise QueryError(f"the last statement is a {statements[-1].type.name}, not a SELECT: "
@@ -314,8 +353,17 @@ def query_to_parquet(root, sql, path, rules_file=None, allow_write=False):
 def query_warehouse(root, sql, rules_file=None, allow_write=False):
     """Connect and run every statement of `sql`: a list of (columns, rows). A read-only query
     about given runs (see `runs_a_query_names`) is asked of a connection over those runs."""
-    runs = None if allow_write else runs_a_query_names(sql)
-    return run_statements(connect(root, rules_file, runs), sql, allow_write=allow_write)
+    runs, tables = _scope_of(sql, allow_write)
+    return run_statements(connect(root, rules_file, runs, tables), sql, allow_write=allow_write)
+
+
+def _scope_of(sql, allow_write):
+    """(runs, tables) a read-only query about given runs needs listed, else (None, None)."""
+    source = None if allow_write else runs_a_query_names(sql)
+    if source is None:
+        return None, None
+    runs, name = source
+    return runs, tables_read_by(name)
 
 
 def _one_line(error):

@@ -76,10 +76,11 @@ def choose_phase(connection, run, phase, rank=None):
 
 
 def runs_a_query_names(sql):
-    """The runs a query can only be about, or None when that cannot be told for sure: one
-    SELECT from one table or library view (no join, subquery, CTE or set operation) whose
-    WHERE requires `run = 'x'` or `run IN ('x', 'y')`. Every library view's rows of a run
-    come from that run's rows alone, so such a query reads just those runs' files."""
+    """(the runs a query can only be about, the table or view it reads), or None when that
+    cannot be told for sure: one SELECT from one table or library view (no join, subquery,
+    CTE or set operation) whose WHERE requires `run = 'x'` or `run IN ('x', 'y')`. Every
+    library view's rows of a run come from that run's rows alone, so such a query reads just
+    those runs' files."""
     import sqlglot
     from sqlglot import exp
 
@@ -101,7 +102,7 @@ def runs_a_query_names(sql):
         named = _runs_of(condition)
         if named is not None:
             runs = named if runs is None else runs & named
-    return runs
+    return None if runs is None else (runs, sources[0].name.lower())
 
 
 def _runs_of(condition):

@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from ..diff import KEYS, DiffOptions, diff_runs, render_diff
+from ..diff import DIFF_READS, KEYS, DiffOptions, diff_runs, render_diff
 from ..query import connect_to_runs
 from .options import RULES_OPTION, echo, phase_option
 
@@ -46,7 +46,8 @@ def diff(catalog, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_re
       tracewh diff nightly-1128 nightly-1129 --fail-on-regression --format markdown > diff.md
     """
     options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
-    report = diff_runs(connect_to_runs(catalog.root, [base, new], rules), base, new, options)
+    connection = connect_to_runs(catalog.root, [base, new], rules, reads=DIFF_READS)
+    report = diff_runs(connection, base, new, options)
     echo(render_diff(report, fmt))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

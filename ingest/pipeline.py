@@ -34,7 +34,8 @@ from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
 from .sources import file_digest, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .workers import worker_pool
-from .writer import guess_base_time, rebase_part, shift_times, write_part, write_whole
+from .writer import (guess_base_time, merge_small_parts, rebase_part, shift_times,
+                     write_part, write_whole)
 
 
 HASH_FIRST_LIMIT = 64 << 20
@@ -330,6 +331,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
                                confirm_cuts=True, on_bytes=on_bytes)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
+    for name in list(parts):  # one file per table where the data fits
+        parts[name] = merge_small_parts(staging, name, parts[name])
     kernel_summaries = staged.kernel_summaries
     metadata = decode_metadata(staged.metadata)
     base_time = base_time_ns(metadata)

@@ -78,3 +78,22 @@ def rebase_part(directory, name, part, delta):
     """Shift a staged part's timestamps by `delta` ns (the base time was not known)."""
     path = directory / staged_name(name, part)
     write_part(directory, name, part, shift_times(pq.read_table(path), delta))
+
+
+# A table's parts of one trace that together weigh less than this are merged into one file:
+# a small table (instants, flows) often gets a few rows in each of a trace's chunks.
+MERGE_BELOW_BYTES = 16 << 20
+
+
+def merge_small_parts(directory, name, parts):
+    """Merge a table's staged parts, in order, into the first when they are small together;
+    return the part numbers left. Rows keep their order (the file order is event order)."""
+    paths = [directory / staged_name(name, part) for part in parts]
+    if len(parts) < 2 or sum(path.stat().st_size for path in paths) >= MERGE_BELOW_BYTES:
+        return parts
+    tables = [pq.read_table(path) for path in paths]
+    merged = pa.concat_tables(tables)
+    write_part(directory, name, parts[0], merged)
+    for path in paths[1:]:
+        path.unlink()
+    return parts[:1]

@@ -78,6 +78,15 @@ def test_a_query_about_one_run_reads_only_its_files(tracewh, warehouse):
     assert "Scanning Files: 8/24" in plan and "Total Files Read: 8" in plan
 
 
+def test_a_trace_that_fits_writes_one_file_per_table(tracewh, warehouse):
+    """DLRM rank 0 is read in two chunks, and instants has rows in both: one file all the
+    same."""
+    tracewh("ingest", DLRM0, "--run", "r")
+    files = Catalog(warehouse).snapshot().files(warehouse)
+    assert {table: len(found) for table, found in files.items() if found} == {
+        table: 1 for table in TABLES if table not in ("counters", "other_events")}
+
+
 def test_replace_with_several_files_keeps_them_all(tracewh, sql, tmp_path):
     other = tmp_path / "other.json.gz"
     other.write_bytes(sorted(EXAMPLES.glob("worker1_*"))[0].read_bytes())
@@ -128,7 +137,10 @@ def test_a_killed_commit_is_removed_by_the_next_writer(tracewh, warehouse, sql, 
     assert list((warehouse / "kernels").glob("run=lost/*/*/*.parquet"))  # until vacuum
 
 
-def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, tmp_path):
+def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, tmp_path,
+                                                            monkeypatch):
+    from ingest import writer
+    monkeypatch.setattr(writer, "MERGE_BELOW_BYTES", 0)  # as a trace too large to merge
     big = tmp_path / "big_train.json"  # chunks of ~16 MB: several files per table
     document = json.loads(DLRM0.read_bytes() if DLRM0.suffix == ".json" else
                           __import__("gzip").decompress(DLRM0.read_bytes()))

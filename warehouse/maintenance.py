@@ -20,6 +20,7 @@ from . import delta
 from .catalog import TRACES
 from .delta import DataFile
 from .errors import UsageError
+from .scope import check_runs
 
 DEFAULT_RETAIN_HOURS = 24
 TARGET_BYTES = 128 << 20
@@ -60,10 +61,10 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
 def optimize(catalog, run=None):
     """Merge each trace's files in every table (of one run, or all)."""
     removed = added = tables = 0
+    if run is not None:  # before the lock, which creates the tables of a new warehouse
+        check_runs([info.run for info in catalog.runs()], run)
     with catalog.locked(), catalog.committing():
         snapshot = catalog.snapshot()
-        if run is not None and not catalog.stored_traces(run, snapshot=snapshot):
-            raise UsageError(f"no run {run!r} in {catalog.root}")
         versions = dict(snapshot.versions)
         for name in TABLES:
             if name == TRACES:  # one row per trace: nothing to merge

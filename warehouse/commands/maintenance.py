@@ -39,4 +39,4 @@ def optimize(catalog, run):
     catalog.check_readable()
     result = maintenance.optimize(catalog, check_name("run", run) if run else None)
     click.echo(f"merged {result.files_removed:,} files into {result.files_added:,} "
-               f"in {result.tables} tables")
+               f"in {result.tables} table{'' if result.tables == 1 else 's'}")

@@ -210,3 +210,11 @@ def test_readers_see_whole_snapshots_during_replaces_and_killed_ingests(tracewh,
         churn.kill()
     assert churn.wait() in (0, -signal.SIGKILL), churn.stderr.read()
     assert reads >= 10
+
+
+def test_a_warehouse_being_created_reads_as_empty(warehouse):
+    """A reader between the first table's creation and the first pointer (a race CI found)."""
+    from warehouse.query import connect
+    (warehouse / "_tracewh").mkdir(parents=True)
+    delta.create(warehouse / "kernels", TABLES["kernels"])
+    assert connect(warehouse).execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]

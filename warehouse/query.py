@@ -38,10 +38,6 @@ READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 _HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
 
 
-def sql_literal(text):
-    return "'" + str(text).replace("'", "''") + "'"
-
-
 def _quote(identifier):
     return '"' + identifier.replace('"', '""') + '"'
 

@@ -218,7 +218,6 @@ class _Committer:
         self.catalog = catalog
         self.options = options
         self.replace_up_to = replace_up_to
-        self._stored = {}  # {(run, phase): [StoredTrace]}, read once per ingest
 
     def known(self, path):
         """The outcome `unchanged` when a small file is already stored in its run/phase (and
@@ -234,9 +233,7 @@ class _Committer:
             return None  # staging reports it
         run = identity.resolve_run(self.options.run, path)
         phase = identity.resolve_phase(self.options.phase, path)
-        if (run, phase) not in self._stored:
-            self._stored[run, phase] = self.catalog.stored_traces(run, phase)
-        for trace in self._stored[run, phase]:
+        for trace in self.catalog.traces_of(run, phase):
             if trace.sha256 == sha256 and self.options.rank in (None, trace.rank):
                 return _unchanged(path, trace)
         return None

@@ -149,19 +149,11 @@ class Catalog:
     def __init__(self, root):
         self.root = Path(root)
         self.state = self.root / STATE_DIR
-        self._loaded = {}  # {table: DeltaTable}, moved forward as commits come
-        self._committed = {}  # {(run, phase): (traces version, [StoredTrace])} at our commit
-
-    def __getstate__(self):
-        """Workers get the catalog without loaded tables (delta-rs's cannot be pickled)."""
-        return {**self.__dict__, "_loaded": {}, "_committed": {}}
+        self._traces = {}  # {(run, phase): (traces version, [StoredTrace])}: see traces_of
 
     def live_files(self, table, version, runs=None):
-        """A table's live files at `version` (optionally of some runs); its log is read
-        incrementally from one call to the next."""
-        loaded = delta.load(self.table_path(table), version, self._loaded.get(table))
-        self._loaded[table] = loaded
-        return delta.files_of(loaded, runs)
+        """A table's live files at `version` (optionally of some runs only)."""
+        return delta.live_files(self.table_path(table), version, runs)
 
     def table_path(self, table):
         return self.root / table
@@ -238,9 +230,9 @@ class Catalog:
         """The runs, in the order of their first commit: [RunInfo]."""
         rows = self.trace_rows(snapshot)
         if rows is None:  # no statistics: from the rows themselves
-            traces = [(t.run, t.phase, t.ingest_seq, t.tags) for t in self.stored_traces(None)]
+            traces = [(t.run, t.phase, t.ingest_seq, t.tags)
+                      for t in self.stored_traces(None, snapshot=snapshot)]
         else:
-            rows = rows.sort_by("ingest_seq")
             traces = zip(rows["run"].to_pylist(), rows["phase"].to_pylist(),
                          rows["ingest_seq"].to_pylist(),
                          (json.loads(tags or "{}") for tags in rows["tags"].to_pylist()))
@@ -294,7 +286,7 @@ class Catalog:
         stages the `traces` row once its sequence number is known, and returns it."""
         with self.locked():
             snapshot = self.snapshot()
-            stored = self._traces_of(staged.run, staged.phase, snapshot)
+            stored = self.traces_of(staged.run, staged.phase, snapshot)
             same_rank = [t for t in stored if t.rank == staged.rank]
             existing = [t for t in same_rank if t.sha256 == staged.sha256]
             if existing and not replace:
@@ -310,7 +302,7 @@ class Catalog:
                 version = self._publish(staged, staging, snapshot, seq,
                                         {t.trace_id for t in replaced}, row_stats)
             if row is not None:
-                self._committed[staged.run, staged.phase] = (version, [
+                self._traces[staged.run, staged.phase] = (version, [
                     *(t for t in stored if t not in replaced),
                     StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
                                 staged.rank, row["events"], row["bytes"],
@@ -318,14 +310,18 @@ class Catalog:
             shutil.rmtree(staging, ignore_errors=True)
             return CommitResult(None, "replaced" if replaced else "ingested", replaced)
 
-    def _traces_of(self, run, phase, snapshot):
-        """stored_traces(run, phase) at `snapshot`; as this process left them at its last
-        commit when no other writer committed since (reading the `traces` log again costs
-        ~75 ms at 8,000 files, at every commit)."""
-        known = self._committed.get((run, phase))
-        if known is not None and known[0] == snapshot.versions[TRACES]:
-            return known[1]
-        return self.stored_traces(run, phase, snapshot)
+    def traces_of(self, run, phase, snapshot=None):
+        """stored_traces(run, phase) at `snapshot` (the newest by default), kept from one call
+        to the next and brought up to date by this process's own commits: re-reading the
+        `traces` log costs ~75 ms at 8,000 files, at every file an ingest checks or commits.
+        Another writer's commit (a newer version) means reading it again."""
+        snapshot = snapshot or self.snapshot()
+        version = snapshot.versions.get(TRACES)
+        known = self._traces.get((run, phase))
+        if known is None or known[0] != version:
+            known = self._traces[run, phase] = (version,
+                                                self.stored_traces(run, phase, snapshot))
+        return known[1]
 
     def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
         """Move the staged files into their partitions and commit them, `traces` last;
@@ -388,7 +384,7 @@ class Catalog:
             latest = delta.latest_version(path)
             if latest == versions[table]:
                 continue
-            before = {f.path: f for f in delta.live_files(path, versions[table])}
+            before = {f.path: f for f in self.live_files(table, versions[table])}
             after = {f.path: f for f in self.live_files(table, latest)}
             actions = ([delta.remove_action(f) for p, f in after.items() if p not in before]
                        + [delta.add_action(f) for p, f in before.items() if p not in after])

@@ -176,35 +176,22 @@ def checkpoint(path, version):
     DeltaTable(str(path), version=version).create_checkpoint()
 
 
-def load(path, version, loaded=None):
-    """The table at `version`. `loaded`, the same table loaded before at an older version, is
-    moved forward instead, reading only the newer commits (a fresh load reads the newest
-    checkpoint: ~70 ms at 8,000 files, paid once per process, not once per commit)."""
+def load(path, version):
+    """The table at `version`. The last version loaded of each table is kept: a command
+    reads `traces` for its runs and again for the snapshot's files, an ingest reads it at
+    every commit (a load costs ~70 ms at 8,000 files; delta-rs's incremental update cost
+    as much, measured)."""
     from deltalake import DeltaTable
 
-    if loaded is not None and loaded.version() <= version:
-        if loaded.version() < version:
-            loaded.update_incremental()  # to the newest version, reading the new commits
-            if loaded.version() != version:
-                loaded.load_as_version(version)
-        return loaded
-    return DeltaTable(str(path), version=version)
+    key = (version, _creation_mark(path))
+    kept = _LOADED.get(str(path))
+    if kept is None or kept[0] != key:
+        kept = _LOADED[str(path)] = (key, DeltaTable(str(path), version=version))
+    return kept[1]
 
 
-def load_version(path, version):
-    """The table at `version`, to read, not to move: a version of a table never changes,
-    so it is loaded once per process (a command reads `traces` for its runs, then for the
-    snapshot's files)."""
-    from deltalake import DeltaTable
-
-    key = (str(path), version, _creation_mark(path))
-    if key not in _VERSIONS:
-        _VERSIONS[key] = DeltaTable(str(path), version=version)
-    return _VERSIONS[key]
-
-
-# {(table path, version, creation mark): DeltaTable} loaded by this process.
-_VERSIONS = {}
+# {table path: ((version, creation mark), DeltaTable)}: the last version this process loaded.
+_LOADED = {}
 
 
 def _creation_mark(path):
@@ -215,7 +202,7 @@ def _creation_mark(path):
 
 def live_files(path, version, runs=None):
     """The table's live files at `version` (optionally of some runs only)."""
-    return files_of(load_version(path, version), runs)
+    return files_of(load(path, version), runs)
 
 
 def live_paths(path, version, runs=None):
@@ -223,13 +210,13 @@ def live_paths(path, version, runs=None):
     text: what a query needs, without a Python object per file."""
     prefix = f"{path}/"
     return [prefix + name
-            for name in _actions(load_version(path, version), runs)["path"].to_pylist()]
+            for name in _actions(load(path, version), runs)["path"].to_pylist()]
 
 
 def row_table(path, version, schema):
     """The rows of a table of one-row files (`traces`), as `schema` (partition columns, then
     ROW_STATS columns), built from its log's statistics in Arrow; None if a file has none."""
-    actions = _actions(load_version(path, version), None)
+    actions = _actions(load(path, version), None)
     names = [f"partition.{name}" for name in PARTITION_NAMES] + [f"min.{n}" for n in ROW_STATS]
     if (any(name not in actions.column_names for name in names)
             or actions["min.ingest_seq"].null_count):

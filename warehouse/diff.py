@@ -223,7 +223,7 @@ def trend_in_warehouse(root, metric, last=None, tag=None, order_by_tag=None, pha
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
         connection = (connect(root) if every_run else
                       connect(root, runs=set(order[-window:]),
-                              tables=set().union(*map(tables_read_by, TREND_READS))))
+                              tables=tables_read_by(*TREND_READS)))
         columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
                               check_kernel=every_run)
         if len({row[0] for row in rows}) >= last or every_run:

@@ -107,13 +107,13 @@ def _words(sql_text):
     return set(_WORD.findall(_COMMENT.sub("", sql_text)))
 
 
-def tables_read_by(name):
-    """The tables a table or library view reads, through every view it reads: what a
-    connection for a query of it must list files of. The live modules' reading counts too
-    (custom rules swap them in)."""
+def tables_read_by(*names):
+    """The tables that tables, library views or macros read, through every view they read:
+    what a connection for a query of them must list files of. The live modules' reading
+    counts too (custom rules swap them in)."""
     modules, needs = _modules_and_needs()
     live = {resource_name: text for resource_name, text in _live_texts()}
-    seen, pending, tables = set(), [_defined_by().get(name, name)], set()
+    seen, pending, tables = set(), [_defined_by().get(name, name) for name in names], set()
     while pending:
         current = pending.pop()
         if current in seen:
@@ -195,7 +195,7 @@ def _transpile_statements(sql_text, dialect):
 def connect(root, rules_file=None, runs=None, tables=None):
     """An in-memory DuckDB connection with every table and library view defined, over one
     snapshot of the warehouse, or over some runs of it only: DuckDB reads the Hive partition
-    values of every file a view lists each time the view is bound (0.23 s per 7,280 files),
+    values of every file a view lists each time the view is bound (0.09 s per 8,000 files),
     so a question about two runs of a thousand is asked of those two. With `tables`, only
     those tables' files are listed (the others look empty): for a query that reads no
     other."""
@@ -232,7 +232,7 @@ def connect_to_runs(root, runs, rules_file=None, reads=None):
     catalog = Catalog(root)
     catalog.check_readable()
     check_runs([info.run for info in catalog.runs()], *runs)
-    tables = set().union(*map(tables_read_by, reads)) if reads else None
+    tables = tables_read_by(*reads) if reads else None
     return connect(root, rules_file, runs=set(runs), tables=tables)
 
 

@@ -10,8 +10,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse import delta
-from warehouse.catalog import TRACES, Catalog
+from tracewh import delta
+from tracewh.catalog import TRACES, Catalog
 
 BATCH = 100
 

@@ -42,10 +42,12 @@ print(elapsed, peak)
 """
 
 JSON_LOAD = "import json\nwith open(sys.argv[1]) as f: json.load(f)"
-INGEST = ("import sys\nfrom warehouse.cli import cli\n"
+INGEST_WITH = ("import sys\nfrom {package}.cli import cli\n"
           "try:\n    cli(['--warehouse', sys.argv[2], 'ingest', sys.argv[1], '--run', 'bench',"
           " '--phase', 'train', '--replace'], prog_name='tracewh')\n"
           "except SystemExit as e:\n    assert not e.code, e.code")
+INGEST = INGEST_WITH.format(package="tracewh")
+PREVIOUS_INGEST = INGEST_WITH.format(package="warehouse")  # the package's name until #11
 
 
 # The last release before Delta Lake storage (#10), whose ingest speed must be kept.
@@ -93,7 +95,7 @@ def bench_ingest(trace, warehouse, previous):
         loads.append(measure(JSON_LOAD, trace))
         ingests.append(measure(INGEST, trace, warehouse))
         if previous is not None:
-            before.append(measure(INGEST, trace, warehouse.with_name("previous-warehouse"),
+            before.append(measure(PREVIOUS_INGEST, trace, warehouse.with_name("previous-warehouse"),
                                   source=previous))
     load_s, load_rss = min(loads)
     ingest_s, ingest_rss = min(ingests)
@@ -114,12 +116,12 @@ def fan_out(warehouse, ranks):
     from fleet import replicate
 
     replicate(warehouse, "bench", [("bench", rank) for rank in range(1, ranks)])
-    from warehouse.catalog import Catalog
+    from tracewh.catalog import Catalog
     return sum(t.events for t in Catalog(warehouse).stored_traces("bench"))
 
 
 def bench_views(warehouse):
-    from warehouse.query import connect
+    from tracewh.query import connect
 
     events = fan_out(warehouse, 64)
     print(f"\n== views over 64 ranks, {events:,} events ==")
@@ -150,7 +152,7 @@ def build_fleets(directory):
     from fleet import replicate
 
     small, large = Path(directory) / "runs-10", Path(directory) / "runs-1000"
-    subprocess.run([sys.executable, "-m", "warehouse.cli_main", "--warehouse", str(small),
+    subprocess.run([sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(small),
                     "ingest", str(ROOT / "examples" / "dlrm-8rank"), "--run", "r0000",
                     "--phase", "train"], check=True, capture_output=True)
     replicate(small, "r0000", [(f"r{n:04d}", 0) for n in range(1, 10)])

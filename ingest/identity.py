@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from warehouse.names import check_name, check_phase, sanitise_name
+from tracewh.names import check_name, check_phase, sanitise_name
 
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from warehouse.catalog import StagedTrace
-from warehouse.errors import TraceError, printable
+from tracewh.catalog import StagedTrace
+from tracewh.errors import TraceError, printable
 
 from . import identity, reader
 from .jobs import JobSignature, first_start

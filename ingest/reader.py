@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import msgspec
 from msgspec import Raw
 
-from warehouse.errors import TraceError
+from tracewh.errors import TraceError
 
 BLOCK_SIZE = 16 << 20
 # The first blocks are smaller and double up to BLOCK_SIZE, so that the first chunks reach the

@@ -6,7 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from warehouse.errors import TraceError, UsageError
+from tracewh.errors import TraceError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -14,7 +14,7 @@ few disjoint intervals per kind:
 and their lengths (and that of communication or computation together) go into one `gpu_time`
 row, which the rank-level views sum. Class unions depend on the rules: rows carry the default
 rules' fingerprint, and the query layer uses them only when the effective rules are those
-defaults (see warehouse.query).
+defaults (see tracewh.query).
 
 The work is split like the ingest: each worker summarises the kernels of its chunk
 (`summarize_chunk`: names, merged intervals per kind) while it has them in memory, and the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from warehouse.rules import default_rules, rules_fingerprint
+from tracewh.rules import default_rules, rules_fingerprint
 
 from .schema import TABLES
 

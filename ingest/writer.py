@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from warehouse.catalog import staged_name
+from tracewh.catalog import staged_name
 
 from .schema import TABLES
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from warehouse.catalog import Catalog
-from warehouse.cli import cli
+from tracewh.catalog import Catalog
+from tracewh.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 # TRACEWH_TEST_SHARED moves ../shared (a test checks that the suite collects without it).

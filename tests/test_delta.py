@@ -13,9 +13,9 @@ import polars as pl
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
-from ingest.schema import TABLES
-from warehouse import delta
-from warehouse.catalog import Catalog
+from tracewh.ingest.schema import TABLES
+from tracewh import delta
+from tracewh.catalog import Catalog
 
 from .conftest import EXAMPLES, ROOT
 
@@ -72,7 +72,7 @@ def test_readers_agree_with_tracewh(tracewh, warehouse, sql):
 def test_a_query_about_one_run_reads_only_its_files(tracewh, warehouse):
     for run in ("a", "b", "c"):
         tracewh("ingest", EXAMPLES, "--run", run, "--phase", "train", "--jobs", "2")
-    from warehouse.query import connect
+    from tracewh.query import connect
     plan = connect(warehouse).execute("EXPLAIN ANALYZE SELECT count(*) FROM kernels "
                                       "WHERE run = 'b'").fetchall()[0][1]
     assert "Scanning Files: 8/24" in plan and "Total Files Read: 8" in plan
@@ -139,7 +139,7 @@ def test_a_killed_commit_is_removed_by_the_next_writer(tracewh, warehouse, sql, 
 
 def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, tmp_path,
                                                             monkeypatch):
-    from ingest import writer
+    from tracewh.ingest import writer
     monkeypatch.setattr(writer, "MERGE_BELOW_BYTES", 0)  # as a trace too large to merge
     big = tmp_path / "big_train.json"  # chunks of ~16 MB: several files per table
     document = json.loads(DLRM0.read_bytes() if DLRM0.suffix == ".json" else
@@ -147,7 +147,7 @@ def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, 
     document["traceEvents"] = document["traceEvents"] * 12
     big.write_text(json.dumps(document))
     tracewh("ingest", big, "--run", "r", "--jobs", "2")
-    from warehouse.query import connect
+    from tracewh.query import connect
     before = connect(warehouse)
     files_before = sum(len(v) for v in Catalog(warehouse).snapshot().files(warehouse).values())
     result = tracewh("optimize", "--run", "r")
@@ -174,7 +174,7 @@ def test_a_warehouse_of_an_earlier_tracewh_asks_for_a_new_ingest(tracewh, wareho
 CHURN = r"""
 import os, random, signal, subprocess, sys, time
 warehouse, stable, examples, seconds = sys.argv[1:5]
-command = [sys.executable, "-m", "warehouse.cli_main", "--warehouse", warehouse, "ingest"]
+command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", warehouse, "ingest"]
 deadline = time.monotonic() + float(seconds)
 while time.monotonic() < deadline:
     subprocess.run(command + [stable, "--run", "stable", "--phase", "train", "--replace"],
@@ -214,7 +214,7 @@ def test_readers_see_whole_snapshots_during_replaces_and_killed_ingests(tracewh,
 
 def test_a_warehouse_being_created_reads_as_empty(warehouse):
     """A reader between the first table's creation and the first pointer (a race CI found)."""
-    from warehouse.query import connect
+    from tracewh.query import connect
     (warehouse / "_tracewh").mkdir(parents=True)
     delta.create(warehouse / "kernels", TABLES["kernels"])
     assert connect(warehouse).execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from ingest.schema import TABLES
-from warehouse.query import connect
+from tracewh.ingest.schema import TABLES
+from tracewh.query import connect
 
 from .conftest import EXAMPLES, SHARED, load_reference, require
 

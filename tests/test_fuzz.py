@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.pipeline import IngestOptions, ingest_paths
-from warehouse.catalog import Catalog
+from tracewh.ingest.pipeline import IngestOptions, ingest_paths
+from tracewh.catalog import Catalog
 
 from .conftest import shared
 from .reference import EVENT_TABLES, kept_keys

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE, _ids
-from ingest.summaries import merge
+from tracewh.ingest.normalize import LEGACY_CATEGORIES, TABLE_OF_CATEGORY, TABLE_OF_PHASE, _ids
+from tracewh.ingest.summaries import merge
 
 from .conftest import EXAMPLES, load_reference, shared
 from .reference import EVENT_TABLES, kept_keys, union_length
@@ -359,7 +359,7 @@ def test_file_names_that_are_not_utf8(tracewh, sql, tmp_path):
 def test_warehouse_write_failure_is_one_line(tracewh, sql, monkeypatch):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr("ingest.writer.pq.write_table", disk_full)
+    monkeypatch.setattr("tracewh.ingest.writer.pq.write_table", disk_full)
     result = tracewh("ingest", shared("hta/call_stack/backward_thread.json"), "--run", "r",
                      "--jobs", "1", expect=2)
     assert "cannot write to the warehouse" in result.output and "No space left" in result.output
@@ -381,7 +381,7 @@ def hostile_kernels(count, odd_args=ODD_ARGS):
 @pytest.mark.parametrize("odd", ODD_ARGS, ids=["nested", "text", "ph-key", "ph-text"])
 def test_odd_layouts_in_many_chunks_are_read_again_with_confirmed_cuts(
         odd, jobs, tracewh, sql, tmp_path, monkeypatch):
-    monkeypatch.setattr("ingest.reader.BLOCK_SIZE", 4096)  # ~60 chunks
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)  # ~60 chunks
     events = hostile_kernels(2000, [{}, odd])
     path = tmp_path / "odd.json"
     path.write_text(json.dumps({"traceEvents": events}, indent=2))
@@ -395,7 +395,7 @@ def test_odd_layouts_in_many_chunks_are_read_again_with_confirmed_cuts(
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_corruption_deep_in_a_chunked_file_names_its_byte(jobs, tracewh, tmp_path, warehouse,
                                                           monkeypatch):
-    monkeypatch.setattr("ingest.reader.BLOCK_SIZE", 4096)
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)
     text = json.dumps({"traceEvents": hostile_kernels(2000)}, indent=2)
     offset = text.index('"name": "k1500"') + 8  # the value's opening quote
     path = tmp_path / "bad.json"

@@ -3,8 +3,10 @@ without ../shared."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 
 from .conftest import ROOT
 
@@ -33,3 +35,19 @@ def test_readme_makefile_and_pyproject_agree_on_python():
                          (ROOT / "pyproject.toml").read_text()).group(1)
     assert re.findall(r"Python (\d+\.\d+)\+", (ROOT / "Makefile").read_text()) == [required]
     assert set(re.findall(r"Python (\d+\.\d+)\+", (ROOT / "README.md").read_text())) == {required}
+
+
+def test_the_installed_package_is_tracewh_alone(tmp_path):
+    """`pip install` puts one top-level package, `tracewh`, into site-packages (not names such
+    as `warehouse` or `sql` that clash with other projects), with the SQL library inside it."""
+    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info beside it
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "*.egg-info", "build",
+                                                                "demo-warehouse", "tests"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+                    "--wheel-dir", str(tmp_path), str(source)], check=True)
+    wheel, = tmp_path.glob("tracewh-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {
+        "tracewh", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
+    assert {"tracewh/cli.py", "tracewh/ingest/pipeline.py", "tracewh/sql/overlap.sql",
+            "tracewh/sql/kernel_rules.toml", "tracewh/sql/live/trace_class_time.sql"} <= set(names)

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from ingest.events import decode_events
-from ingest.reader import TraceReader, UnconfirmedChunk, check_unconfirmed
-from ingest.sources import open_trace
-from warehouse.errors import TraceError
+from tracewh.ingest.events import decode_events
+from tracewh.ingest.reader import TraceReader, UnconfirmedChunk, check_unconfirmed
+from tracewh.ingest.sources import open_trace
+from tracewh.errors import TraceError
 
 from .conftest import SHARED, load_reference
 

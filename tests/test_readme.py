@@ -28,7 +28,7 @@ def demo(tmp_path_factory):
     """The warehouse `make demo` builds."""
     from click.testing import CliRunner
 
-    from warehouse.cli import cli
+    from tracewh.cli import cli
 
     warehouse = tmp_path_factory.mktemp("demo")
     runner = CliRunner()

@@ -58,7 +58,7 @@ def test_the_report_holds_every_section_with_its_numbers(tracewh, sql, two_runs,
 def test_a_64_rank_report_stays_under_5_mb(warehouse, tmp_path):
     from click.testing import CliRunner
 
-    from warehouse.cli import cli
+    from tracewh.cli import cli
     runner = CliRunner()
     files = sorted(EXAMPLES.glob("*.json.gz"))
     for rank in range(64):

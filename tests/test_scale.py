@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from warehouse.diff import trend, trend_in_warehouse
-from warehouse.query import connect, library, query_warehouse
-from warehouse.scope import runs_a_query_names
+from tracewh.diff import trend, trend_in_warehouse
+from tracewh.query import connect, library, query_warehouse
+from tracewh.scope import runs_a_query_names
 
 from .conftest import EXAMPLES, shared
 
@@ -19,7 +19,7 @@ def three_runs(tmp_path_factory):
     """The 8-rank DLRM step as runs a, b and c (tagged night=3, 1, 2)."""
     from click.testing import CliRunner
 
-    from warehouse.cli import cli
+    from tracewh.cli import cli
 
     warehouse = tmp_path_factory.mktemp("scale") / "wh"
     for night, run in zip((3, 1, 2), RUNS):
@@ -117,7 +117,7 @@ def test_runs_from_the_log_are_the_runs_view(three_runs):
     """`tracewh runs` reads the traces log's statistics, not 8,000 files: same rows."""
     from click.testing import CliRunner
 
-    from warehouse.cli import cli
+    from tracewh.cli import cli
 
     def run(*args):
         result = CliRunner().invoke(cli, ["--warehouse", str(three_runs), *args])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingest.events import decode_events, micros_to_ns
+from tracewh.ingest.events import decode_events, micros_to_ns
 
 
 def ns_from_text(text):

@@ -8,9 +8,9 @@ import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.schema import TABLES
-from warehouse.query import library, library_in_order, stand_in_sql, transpile
-from warehouse.rules import create_rules_table, default_rules
+from tracewh.ingest.schema import TABLES
+from tracewh.query import library, library_in_order, stand_in_sql, transpile
+from tracewh.rules import create_rules_table, default_rules
 
 from .conftest import EXAMPLES, SHARED, load_reference, require, shared
 from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,

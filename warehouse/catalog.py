@@ -38,7 +38,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.schema import PARTITION_COLUMNS, TABLES
+from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
 from . import delta
 from .delta import DataFile

@@ -12,7 +12,7 @@ import click
 from .catalog import Catalog, default_location
 from .errors import TracewhError
 
-# command name -> the module of warehouse.commands that defines it. Modules are imported on
+# command name -> the module of tracewh.commands that defines it. Modules are imported on
 # demand: DuckDB and sqlglot take a third of a second to import, which `ingest` does not need.
 COMMANDS = {
     "ingest": "ingest",

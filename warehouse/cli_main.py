@@ -1,4 +1,4 @@
-"""`python -m warehouse.cli_main`: the CLI without the installed console script."""
+"""`python -m tracewh.cli_main`: the CLI without the installed console script."""
 
 from .cli import main
 

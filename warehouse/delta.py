@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.schema import PARTITION_COLUMNS
+from tracewh.ingest.schema import PARTITION_COLUMNS
 
 from .errors import WarehouseError
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-from ingest.metadata import VERSION_KEYS
+from tracewh.ingest.metadata import VERSION_KEYS
 
 from .errors import UsageError
 

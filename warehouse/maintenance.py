@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from ingest.schema import TABLES
-from ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistics_columns
+from tracewh.ingest.schema import TABLES
+from tracewh.ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistics_columns
 
 from . import delta
 from .catalog import TRACES

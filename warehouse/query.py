@@ -18,7 +18,7 @@ import sqlglot
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.schema import PARTITION_COLUMNS, TABLES
+from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
 from .catalog import TRACES, Catalog
 from .errors import QueryError
@@ -74,7 +74,7 @@ def files_variable(table):
 def library():
     """The SQL library: {view name: (description, SQL text)}, from the `sql` package."""
     views = {}
-    for resource in sorted(importlib.resources.files("sql").iterdir(), key=lambda r: r.name):
+    for resource in sorted(importlib.resources.files("tracewh.sql").iterdir(), key=lambda r: r.name):
         if resource.name.endswith(".sql"):
             text = resource.read_text()
             views[resource.name[:-4]] = (describe(text), text)
@@ -266,7 +266,7 @@ def _live_modules():
 
 @functools.cache
 def _live_texts():
-    live = importlib.resources.files("sql").joinpath("live")
+    live = importlib.resources.files("tracewh.sql").joinpath("live")
     return tuple((resource.name[:-4], resource.read_text())
                  for resource in sorted(live.iterdir(), key=lambda r: r.name)
                  if resource.name.endswith(".sql"))

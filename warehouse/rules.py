@@ -47,7 +47,7 @@ def load_rules(path=None, text=None):
 
 
 def default_rules():
-    text = importlib.resources.files("sql").joinpath("kernel_rules.toml").read_text()
+    text = importlib.resources.files("tracewh.sql").joinpath("kernel_rules.toml").read_text()
     return load_rules(text=text)
 
 

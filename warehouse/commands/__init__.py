@@ -1,2 +1,2 @@
-"""The CLI's commands, one module each; `warehouse.cli` loads a module only when its command
+"""The CLI's commands, one module each; `tracewh.cli` loads a module only when its command
 runs."""

@@ -8,10 +8,10 @@ from collections import defaultdict
 
 import click
 
-from ingest.allocator import keep_freed_memory
-from ingest.jobs import mixed_job_warnings
-from ingest.pipeline import IngestOptions, ingest_paths
-from ingest.sources import expand_inputs
+from tracewh.ingest.allocator import keep_freed_memory
+from tracewh.ingest.jobs import mixed_job_warnings
+from tracewh.ingest.pipeline import IngestOptions, ingest_paths
+from tracewh.ingest.sources import expand_inputs
 
 from ..names import check_name, parse_tag
 from .options import phase_option

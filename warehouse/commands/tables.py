@@ -2,7 +2,7 @@
 
 import click
 
-from ingest.schema import PARTITION_COLUMNS, TABLES
+from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
 from ..errors import UsageError
 

@@ -26,6 +26,7 @@ COMMANDS = {
     "report": "report",
     "vacuum": "maintenance",
     "optimize": "maintenance",
+    "refresh": "maintenance",
     "snapshot": "snapshot",
 }
 

@@ -36,12 +36,13 @@ PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
 
 @dataclass(frozen=True)
 class DataFile:
-    """A live file of a table: its path relative to the table, partition and row count."""
+    """A live file of a table: its path relative to the table, partition and row count.
+    Marts are partitioned by run alone: their files have no phase and rank."""
 
     path: str
     run: str
-    phase: str
-    rank: int
+    phase: str | None
+    rank: int | None
     rows: int
     size: int
     row: dict | None = None  # a one-row file's values of ROW_STATS columns (traces files)
@@ -136,9 +137,10 @@ def _timestamp_text(value):
 
 def _file_fields(data_file, data_change):
     """What add and remove actions say alike of a file."""
+    partitions = {"run": data_file.run, "phase": data_file.phase, "rank": data_file.rank}
     return {"path": data_file.path,
-            "partitionValues": {"run": data_file.run, "phase": data_file.phase,
-                                "rank": str(data_file.rank)},
+            "partitionValues": {name: str(value) for name, value in partitions.items()
+                                if value is not None},
             "size": data_file.size, "dataChange": data_change}
 
 
@@ -243,7 +245,10 @@ def files_of(table, runs=None):
     named = [name for name in ROW_STATS if f"min.{name}" in columns]
     rows = ([dict(zip(named, values)) for values in zip(*(columns[f"min.{n}"] for n in named))]
             if len(named) == len(ROW_STATS) else [None] * actions.num_rows)
+    absent = [None] * actions.num_rows  # a mart's files: partitioned by run alone
+    ranks = columns.get("partition.rank", absent)
     return [DataFile(*fields) for fields in zip(
-        columns["path"], columns["partition.run"], columns["partition.phase"],
-        map(int, columns["partition.rank"]), [int(n or 0) for n in columns["num_records"]],
+        columns["path"], columns["partition.run"], columns.get("partition.phase", absent),
+        [None if rank is None else int(rank) for rank in ranks],
+        [int(n or 0) for n in columns["num_records"]],
         map(int, columns["size_bytes"]), rows)]

@@ -19,7 +19,9 @@ from tracewh.ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistic
 from . import delta
 from .catalog import TRACES
 from .delta import DataFile
+from .derived import refresh_derived
 from .errors import UsageError
+from .marts import mart_paths
 from .scope import check_runs
 
 DEFAULT_RETAIN_HOURS = 24
@@ -47,14 +49,15 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
         raise UsageError("--retain must be 0 or more hours")
     sizes = []
     with catalog.locked():
-        for name in TABLES:
-            table = DeltaTable(str(catalog.table_path(name)))
-            doomed = [catalog.table_path(name) / path for path in table.vacuum(
+        for path in [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root):
+            table = DeltaTable(str(path))
+            doomed = [path / name for name in table.vacuum(
                 retention_hours=retain_hours, dry_run=True, enforce_retention_duration=False)]
             sizes += [path.stat().st_size for path in doomed if path.exists()]
             table.vacuum(retention_hours=retain_hours, dry_run=False,
                          enforce_retention_duration=False)
     catalog.clean_up()  # vacuum commits nothing tracewh needs: move the pointer past them
+    refresh_derived(catalog)  # tracewh.duckdb may list files of a snapshot vacuumed away
     return VacuumResult(len(sizes), sum(sizes))
 
 
@@ -83,6 +86,7 @@ def optimize(catalog, run=None):
         if tables:
             delta.commit(catalog.table_path(TRACES), versions[TRACES] + 1, [], "OPTIMIZE",
                          catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    refresh_derived(catalog)  # the files tracewh.duckdb lists changed
     return OptimizeResult(removed, added, tables)
 
 

@@ -8,12 +8,11 @@ from collections import defaultdict
 
 import click
 
-from tracewh.ingest.allocator import keep_freed_memory
 from tracewh.ingest.jobs import mixed_job_warnings
-from tracewh.ingest.pipeline import IngestOptions, ingest_paths
 from tracewh.ingest.sources import expand_inputs
 
-from ..names import check_name, parse_tag
+from ..ingesting import ingest_files, ingest_options
+from ..names import parse_tag
 from .options import phase_option
 
 
@@ -54,16 +53,12 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
       tracewh ingest worker*.pt.trace.json.gz --run nightly-2026-11-29 --phase train
       tracewh ingest traces/ --tag git=3f2a1c --tag model=dsv3 --jobs 4
     """
-    options = IngestOptions(
-        run=check_name("run", run) if run is not None else None,
-        phase=phase,
-        rank=rank, tags=dict(parse_tag(t) for t in tags), replace=replace, strict=strict,
-        keep_secrets=keep_secrets, jobs=jobs)
+    options = ingest_options(run, phase, rank, dict(parse_tag(t) for t in tags), replace,
+                             strict, keep_secrets, jobs)
     catalog.check_not_foreign()
     files = expand_inputs(paths)
-    keep_freed_memory()
     with _progress(files) as progress:
-        outcomes = ingest_paths(catalog, files, options, **progress)
+        outcomes = ingest_files(catalog, files, options, **progress)
     failed = _report_ingest(outcomes, options.tags)
     for line in mixed_job_warnings(outcomes, run_given=run is not None):
         click.echo(f"warning: {line}", err=True)

@@ -1,8 +1,11 @@
-"""`tracewh vacuum` and `tracewh optimize`: deleting retired files, merging small ones."""
+"""`tracewh vacuum`, `optimize` and `refresh`: deleting retired files, merging small ones,
+deriving the marts and the DuckDB file again."""
 
 import click
 
 from .. import maintenance
+from ..derived import refresh_derived
+from ..duckdb_file import FILE_NAME
 from ..names import check_name
 
 
@@ -40,3 +43,22 @@ def optimize(catalog, run):
     result = maintenance.optimize(catalog, check_name("run", run) if run else None)
     click.echo(f"merged {result.files_removed:,} files into {result.files_added:,} "
                f"in {result.tables} table{'' if result.tables == 1 else 's'}")
+
+
+@click.command()
+@click.pass_obj
+def refresh(catalog):
+    """Bring the marts and tracewh.duckdb up to date with the tables.
+
+    Every ingest, optimize and vacuum does this itself, for the runs it changed: run it after
+    editing the warehouse's kernel rules (_tracewh/kernel_rules.toml), which every mart's
+    classes follow, or after a command was killed before it was done.
+    """
+    catalog.check_readable()
+    result = refresh_derived(catalog)
+    if result.up_to_date:
+        click.echo(f"up to date: marts/ and {FILE_NAME} were derived from the newest snapshot")
+        return
+    runs = len(result.runs)
+    click.echo(f"recomputed the marts of {runs:,} run{'' if runs == 1 else 's'} in "
+               f"{result.marts_seconds:.2f} s; wrote {FILE_NAME} in {result.file_seconds:.2f} s")

@@ -1,0 +1,28 @@
+"""Ingesting, for the CLI's `ingest` and the Python API alike: options checked as names, the
+files committed, then what the warehouse derives from them brought up to date."""
+
+from tracewh.ingest.allocator import keep_freed_memory
+from tracewh.ingest.pipeline import IngestOptions, ingest_paths
+
+from .derived import refresh_derived
+from .names import check_name, check_phase
+
+
+def ingest_options(run=None, phase=None, rank=None, tags=None, replace=False, strict=False,
+                   keep_secrets=False, jobs=1):
+    """IngestOptions with the run, phase and tags checked (they become paths and literals)."""
+    tags = {check_name("tag key", key): check_name("tag value", value)
+            for key, value in (tags or {}).items()}
+    return IngestOptions(run=None if run is None else check_name("run", run),
+                         phase=None if phase is None else check_phase(phase), rank=rank,
+                         tags=tags, replace=replace, strict=strict, keep_secrets=keep_secrets,
+                         jobs=jobs)
+
+
+def ingest_files(catalog, files, options, on_done=None, on_bytes=None):
+    """Ingest `files` (from `expand_inputs`) and refresh the derived tables: [IngestOutcome]."""
+    catalog.check_not_foreign()
+    keep_freed_memory()
+    outcomes = ingest_paths(catalog, files, options, on_done=on_done, on_bytes=on_bytes)
+    refresh_derived(catalog)
+    return outcomes

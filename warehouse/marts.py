@@ -1,0 +1,154 @@
+"""Derived tables (marts): the answers of the main views, as Delta tables under
+`<warehouse>/marts/<view>/`, for tools that read Parquet or Delta but cannot run the library
+(Spark jobs, polars, BI tools over files).
+
+A mart holds its view's rows at the warehouse's snapshot, partitioned by run, and three
+columns for dashboards:
+
+  start_ns        the rank's first GPU activity (for rank_skew, the earliest of the phase's
+                  ranks), ns, on the trace's clock (as `capture_spans.first_ns`)
+  start_time      start_ns as a TIMESTAMP (UTC, microseconds); NULL when the time is relative
+  relative_time   true when the trace's clock does not count from the Unix epoch (start_ns
+                  before 2000-01-01: a trace written with time from its own start)
+
+A refresh computes the rows of the runs committed since the mart's last refresh only (each
+mart commit records the warehouse's commit sequence number it reflects), and drops runs the
+warehouse no longer holds; a mart written from other SQL or other kernel rules is rebuilt.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from . import delta
+from .delta import DataFile
+from .query import connect, library_fingerprint, tables_read_by
+from .rules import effective_rules
+
+MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
+         "launch_latency_summary", "kernel_class_histogram")
+MARTS_DIR = "marts"
+STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
+FORMAT = 1  # of the marts' extra columns: a change rebuilds them
+RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
+
+
+@dataclass
+class MartPlan:
+    """What a refresh does to one mart."""
+
+    version: int | None  # the mart's newest version; None when it is to be created
+    rebuild: bool  # created again (other SQL, rules or format): every run recomputed
+    recompute: set = field(default_factory=set)  # runs whose rows are computed again
+    drop: set = field(default_factory=set)  # runs the warehouse no longer holds
+
+
+@dataclass
+class MartsRefresh:
+    runs: list  # the runs recomputed (in any mart)
+    marts: int  # marts committed
+
+
+def mart_path(root, name):
+    return root / MARTS_DIR / name
+
+
+def mart_paths(root):
+    """The marts' Delta tables that exist."""
+    return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
+
+
+def refresh_marts(catalog, snapshot):
+    """Bring every mart to `snapshot` (under the writers' lock, which the caller holds)."""
+    newest = _newest_seq_of_runs(catalog, snapshot)
+    fingerprint = f"{FORMAT}-{library_fingerprint(effective_rules(catalog.root))}"
+    plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
+             for name in MARTS}
+    runs = set().union(*(plan.recompute for plan in plans.values()))
+    if not runs and not any(plan.version is None or plan.drop for plan in plans.values()):
+        return MartsRefresh([], 0)
+    connection = connect(catalog.root, runs=runs, tables=tables_read_by(*MARTS, "capture_spans"))
+    committed = 0
+    for name, plan in plans.items():
+        if plan.version is not None and not plan.rebuild and not plan.recompute and not plan.drop:
+            continue
+        rows = _rows(connection, name)
+        _commit(mart_path(catalog.root, name), plan, rows,
+                {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
+        committed += 1
+    return MartsRefresh(sorted(runs), committed)
+
+
+def _newest_seq_of_runs(catalog, snapshot):
+    """{run: the newest ingest_seq of its traces}."""
+    rows = catalog.trace_rows(snapshot)
+    if rows is None:  # files without statistics: from the rows
+        pairs = [(t.run, t.ingest_seq) for t in catalog.stored_traces(None, snapshot=snapshot)]
+    else:
+        pairs = zip(rows["run"].to_pylist(), rows["ingest_seq"].to_pylist())
+    newest = {}
+    for run, seq in pairs:
+        newest[run] = max(seq, newest.get(run, seq))
+    return newest
+
+
+def _plan(path, newest, snapshot, fingerprint):
+    if not delta.is_table(path):
+        return MartPlan(None, True, set(newest))
+    version = delta.latest_version(path)
+    state = delta.commit_info(path, version).get(STATE_KEY)
+    if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
+        return MartPlan(version, True, set(newest))
+    held = {f.run for f in delta.live_files(path, version)}
+    return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
+                    held - set(newest))
+
+
+def _rows(connection, name):
+    """The view's rows of `runs` (the connection holds those only), with the extra columns."""
+    keys = "run, phase" if name == "rank_skew" else "run, phase, rank"
+    on = " AND ".join(f"v.{key} = s.{key}" for key in keys.split(", "))
+    table = connection.sql(
+        f"SELECT v.*, s.start_ns FROM {name} v LEFT JOIN "
+        f"(SELECT {keys}, min(first_ns) AS start_ns FROM capture_spans GROUP BY ALL) s "
+        f"ON {on}").to_arrow_table()
+    start = table["start_ns"]
+    relative = pc.less(start, RELATIVE_BEFORE_NS)
+    start_time = pc.if_else(relative, pa.scalar(None, pa.timestamp("us", tz="UTC")),
+                            pc.cast(pc.divide(start, 1000), pa.timestamp("us", tz="UTC")))
+    return table.append_column("start_time", start_time).append_column("relative_time",
+                                                                      relative)
+
+
+def _commit(path, plan, rows, info):
+    """Write the rows' files, one directory per run, and commit them in place of the files of
+    the recomputed and dropped runs."""
+    from deltalake import DeltaTable
+
+    version = plan.version
+    if plan.rebuild:  # a new schema; every file removed
+        DeltaTable.create(str(path), schema=rows.schema, partition_by=["run"],
+                          mode="ignore" if version is None else "overwrite")
+        version = delta.latest_version(path)
+    removed = [] if plan.rebuild else [f for f in delta.live_files(path, version)
+                                       if f.run in plan.recompute | plan.drop]
+    added = []
+
+    def visit(written):
+        relative = written.path[len(str(path)) + 1:]
+        run = relative.split("/", 1)[0].removeprefix("run=")
+        added.append(DataFile(relative, run, None, None, written.metadata.num_rows,
+                              written.size))
+
+    if rows.num_rows:
+        ds.write_dataset(rows, str(path), format="parquet", partitioning=["run"],
+                         partitioning_flavor="hive", existing_data_behavior="overwrite_or_ignore",
+                         basename_template=f"{uuid.uuid4().hex}-{{i}}.parquet",
+                         file_options=ds.ParquetFileFormat().make_write_options(
+                             compression="zstd"),
+                         file_visitor=visit)
+    actions = [delta.remove_action(f) for f in removed] + [delta.add_action(f) for f in added]
+    delta.commit(path, version + 1, actions, "WRITE", info)

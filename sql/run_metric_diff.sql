@@ -27,16 +27,17 @@ WITH chosen AS (
     AND (rank_filter IS NULL OR rank = rank_filter)
 ),
 side_ranks AS (
-  SELECT DISTINCT run, rank
+  SELECT DISTINCT CASE WHEN run = base THEN 'base' ELSE 'new' END AS side, rank
   FROM traces
   WHERE run IN (base, new)
     AND (phase_filter IS NULL OR phase = phase_filter)
     AND (rank_filter IS NULL OR rank = rank_filter)
 ),
 same_ranks AS (
-  -- every rank of either run is a rank of both
-  SELECT count(DISTINCT rank) = count(DISTINCT CASE WHEN run = base THEN rank END)
-     AND count(DISTINCT rank) = count(DISTINCT CASE WHEN run = new THEN rank END) AS same
+  -- every rank of either run is a rank of both (the aggregates read columns only: Spark
+  -- refuses a macro parameter inside an aggregate of a subquery)
+  SELECT count(DISTINCT rank) = count(DISTINCT CASE WHEN side = 'base' THEN rank END)
+     AND count(DISTINCT rank) = count(DISTINCT CASE WHEN side = 'new' THEN rank END) AS same
   FROM side_ranks
 ),
 grouped AS (

@@ -13,7 +13,7 @@
 CREATE OR REPLACE VIEW runs AS
 SELECT
   run,
-  string_agg(DISTINCT phase, ',' ORDER BY phase) AS phases,
+  array_to_string(list_sort(list_distinct(list(phase))), ',') AS phases,
   count(DISTINCT rank) AS ranks,
   count(*) AS files,
   sum(events) AS events,

@@ -16,13 +16,12 @@ import re
 from pathlib import Path
 
 import duckdb
-import sqlglot
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
-from .catalog import TRACES, Catalog
+from .catalog import EMPTY_SNAPSHOT, TRACES, Catalog
 from .errors import QueryError
 from .scope import check_runs, runs_a_query_names
 from .rules import create_rules_table, default_rules, effective_rules, rules_fingerprint
@@ -44,7 +43,7 @@ def _quote(identifier):
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _typed_columns(table):
+def typed_columns(table):
     """(quoted name, DuckDB type) of the table's partition and file columns."""
     return ([(name, _DUCKDB_TYPES[type_]) for name, type_, _ in PARTITION_COLUMNS]
             + [(_quote(c.name), _DUCKDB_TYPES[c.type]) for c in table.columns])
@@ -53,7 +52,7 @@ def _typed_columns(table):
 def stand_in_sql(table):
     """An empty table of the table's columns, for the library's views to be defined on (and
     bound, which costs nothing) before the table's real view over its files replaces it."""
-    columns = ", ".join(f"{name} {type_}" for name, type_ in _typed_columns(table))
+    columns = ", ".join(f"{name} {type_}" for name, type_ in typed_columns(table))
     return f"CREATE TABLE {table.name} ({columns})"
 
 
@@ -67,7 +66,7 @@ def table_view_sql(table, has_files):
 
 def empty_select(table):
     """A SELECT of no rows with the table's columns and types."""
-    typed = [f"CAST(NULL AS {type_}) AS {name}" for name, type_ in _typed_columns(table)]
+    typed = [f"CAST(NULL AS {type_}) AS {name}" for name, type_ in typed_columns(table)]
     return f"SELECT {', '.join(typed)} WHERE false"
 
 
@@ -142,15 +141,15 @@ def tables_read_by(*names):
 
 
 @functools.cache
-def library_in_order():
-    """The library's SQL texts, each after the modules whose views or macros it uses, so that
+def library_modules_in_order():
+    """{module name: SQL text}, each module after those whose views or macros it uses, so that
     a connection defines every view once (defining in file order took 56 attempts for 25
     modules, each failed one binding its inputs for nothing)."""
     modules, needs = _modules_and_needs()
-    ordered, placed, visiting = [], set(), set()
+    ordered, visiting = {}, set()
 
     def place(name):
-        if name in placed:
+        if name in ordered:
             return
         if name in visiting:
             raise RuntimeError(f"the SQL library's views depend on each other in a cycle "
@@ -158,12 +157,16 @@ def library_in_order():
         visiting.add(name)
         for needed in needs[name]:
             place(needed)
-        placed.add(name)
-        ordered.append(modules[name])
+        ordered[name] = modules[name]
 
     for name in sorted(modules):
         place(name)
-    return tuple(ordered)
+    return ordered
+
+
+def library_in_order():
+    """The library's SQL texts in the order `library_modules_in_order` defines them."""
+    return tuple(library_modules_in_order().values())
 
 
 def library_fingerprint(rules):
@@ -184,31 +187,13 @@ def describe(sql_text):
     return sentence.rstrip(":") + ("." if dot and not sentence.endswith(".") else "")
 
 
-_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE\s*(.*?;)", re.DOTALL)
-
-
-def transpile(sql_text, dialect):
-    """A library module's SQL in another engine's dialect (Spark, Trino), via sqlglot. Table
-    macros have no equivalent there: their body is transpiled, parameters left as names."""
-    if dialect == "duckdb":
-        return sql_text
-    macros = _MACRO.findall(sql_text)
-    if macros:
-        return "".join(
-            f"-- table macro {name}({' '.join(params.split())}): parameters are placeholders\n"
-            + _transpile_statements(body, dialect) for name, params, body in macros)
-    return _transpile_statements(sql_text, dialect)
-
-
-def _transpile_statements(sql_text, dialect):
-    statements = []
-    for tree in sqlglot.parse(sql_text, read="duckdb"):
-        for cte in tree.find_all(sqlglot.exp.CTE):
-            # NOT MATERIALIZED is DuckDB's hint to let a run filter into a CTE used twice
-            # (else it reads every file); Spark and Trino inline CTEs and have no such word.
-            cte.set("materialized", None)
-        statements.append(tree.sql(dialect=dialect, pretty=True))
-    return ";\n".join(statements) + ";\n"
+def library_connection(rules=None):
+    """An in-memory connection with the library defined over empty tables: for describing
+    what views and macros return."""
+    connection = duckdb.connect()
+    define_library(connection, EMPTY_SNAPSHOT, rules or default_rules(),
+                   lambda table: connection.execute(stand_in_sql(table)))
+    return connection
 
 
 def connect(root, rules_file=None, runs=None, tables=None):
@@ -245,9 +230,8 @@ def define_library(connection, snapshot, rules, table_view):
     create_rules_table(connection, rules)
     for text in library_in_order():
         connection.execute(text)
-    if not _cached_classes_apply(snapshot, rules):
-        for module in _live_modules():
-            connection.execute(module)
+    for text in live_replacements(snapshot, rules).values():
+        connection.execute(text)
     for table in TABLES.values():
         connection.execute(f"DROP TABLE {table.name}")
         table_view(table)
@@ -287,9 +271,10 @@ def _cached_classes_apply(snapshot, rules):
     return rules == default_rules() and set(snapshot.class_rules) <= {rules_fingerprint(rules)}
 
 
-def _live_modules():
-    """The sql/live/ replacements of the views that read class figures merged at ingest."""
-    return [text for _, text in _live_texts()]
+def live_replacements(snapshot, rules):
+    """{module: SQL} of the sql/live/ modules that replace the views reading class figures
+    merged at ingest, when those figures do not hold; else {}."""
+    return {} if _cached_classes_apply(snapshot, rules) else dict(_live_texts())
 
 
 @functools.cache

@@ -67,8 +67,16 @@ def effective_rules(warehouse_root, rules_file=None):
     return rules + default_rules()
 
 
+RULES_TABLE = ("CREATE OR REPLACE TABLE kernel_class_rules (target VARCHAR, priority INTEGER, "
+               "category VARCHAR, pattern VARCHAR, value VARCHAR)")
+
+
+def rules_rows(rules):
+    """The rows of table kernel_class_rules: (target, priority, category, pattern, value)."""
+    return [(t, i, c, p, v) for i, (t, c, p, v) in enumerate(rules)]
+
+
 def create_rules_table(connection, rules):
-    connection.execute("CREATE OR REPLACE TABLE kernel_class_rules (target VARCHAR, "
-                       "priority INTEGER, category VARCHAR, pattern VARCHAR, value VARCHAR)")
+    connection.execute(RULES_TABLE)
     connection.executemany("INSERT INTO kernel_class_rules VALUES (?, ?, ?, ?, ?)",
-                           [(t, i, c, p, v) for i, (t, c, p, v) in enumerate(rules)])
+                           rules_rows(rules))

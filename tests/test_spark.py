@@ -1,0 +1,223 @@
+"""The library on local Spark: `tracewh.spark.register` defines every table, the rules table,
+every view and every macro in a SparkSession, and each answers row for row as DuckDB does
+(integers exact, doubles to 1e-9). Marker `spark`: needs pyspark (`make test` installs the
+spark extra) and Java 17+."""
+
+import datetime
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tracewh.dialects import PARAMETER_TYPES, describe_macros, script, script_text
+from tracewh.query import connect, library, library_modules_in_order
+from tracewh.rules import effective_rules
+
+from .conftest import EXAMPLES, SHARED
+
+pytestmark = pytest.mark.spark
+pyspark_sql = pytest.importorskip("pyspark.sql", reason="pyspark is not installed (the spark "
+                                  "extra: make test installs it)")
+
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.json.gz"))
+DEEPSEEK_TRAIN = SHARED / "deepseek-profile-data" / "train.json"
+ANNOTATED = SHARED / "hta" / "with_gpu_user_annotation"
+# Arguments each macro is called with: every code path of run_diff_with and run_metric_diff_with
+# (same ranks, other ranks as medians, a phase, a rank, keyed by short name and by class).
+MACRO_CALLS = [
+    "run_diff('dlrm', 'dlrm-half')",
+    "run_diff_with('dlrm', 'dlrm-half', 5.0, 10000, 'short_name', NULL, NULL)",
+    "run_diff_with('dlrm', 'dlrm-half', 1.0, 0, 'class', 'train', 1)",
+    "run_metric_diff_with('dlrm', 'dlrm-half', 5.0, 10000, NULL, NULL)",
+    "run_metric_diff_with('dlrm', 'dlrm-half', 0.5, 0, 'train', 2)",
+]
+
+
+@pytest.fixture(scope="module")
+def multi_run(tmp_path_factory):
+    """The 8-rank DLRM step; 4 of its ranks as train and 2 as eval (other ranks, two phases);
+    with ../shared, DeepSeek's DualPipe training step (DeepEP kernels) and HTA's trace with
+    gpu_user_annotation ranges."""
+    from tracewh.cli import cli
+    from click.testing import CliRunner
+
+    root = tmp_path_factory.mktemp("spark") / "wh"
+    runner = CliRunner()
+
+    def ingest(*args):
+        result = runner.invoke(cli, ["--warehouse", str(root), "ingest", *map(str, args)])
+        assert result.exit_code == 0, result.output
+
+    ingest(EXAMPLES, "--run", "dlrm", "--phase", "train")
+    ingest(*EXAMPLE_FILES[:4], "--run", "dlrm-half", "--phase", "train")
+    ingest(*EXAMPLE_FILES[4:6], "--run", "dlrm-half", "--phase", "eval")
+    if DEEPSEEK_TRAIN.exists():
+        ingest(DEEPSEEK_TRAIN, "--run", "deepseek", "--phase", "train", "--rank", "0")
+    if ANNOTATED.exists():
+        ingest(ANNOTATED, "--run", "annotated", "--phase", "train")
+    return root
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH: Spark needs Java 17+")
+    session = (pyspark_sql.SparkSession.builder.master("local[2]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def registered(spark, multi_run):
+    from tracewh.spark import register
+
+    register(spark, multi_run)
+    return spark
+
+
+def _value(value):
+    """A value as compared: timestamps as epoch microseconds (DuckDB's are zoned, Spark's
+    naive in the session's zone, UTC), everything else as it is."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return round(value.timestamp() * 1e6)
+    if isinstance(value, (list, tuple)):
+        return tuple(_value(item) for item in value)
+    return value
+
+
+def _sort_key(row):
+    return tuple((value is None, str(type(value)), value if value is not None else 0)
+                 for value in row)
+
+
+def _same(duck_rows, spark_rows, what):
+    duck = sorted((tuple(map(_value, row)) for row in duck_rows), key=_sort_key)
+    other = sorted((tuple(map(_value, row)) for row in spark_rows), key=_sort_key)
+    assert len(duck) == len(other), f"{what}: {len(duck)} rows in DuckDB, {len(other)} in Spark"
+    for expected, got in zip(duck, other):
+        for a, b in zip(expected, got):
+            if isinstance(a, float) or isinstance(b, float):
+                assert a is not None and b is not None, (what, expected, got)
+                assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (what, expected, got)
+            else:
+                assert a == b, (what, expected, got)
+
+
+def _views():
+    return [name for name, (_, text) in library().items() if "CREATE OR REPLACE VIEW" in text]
+
+
+@pytest.mark.parametrize("view", _views())
+def test_every_view_answers_on_spark_as_on_duckdb(registered, multi_run, view):
+    duck = connect(multi_run).execute(f"SELECT * FROM {view}")
+    columns = [d[0] for d in duck.description]
+    duck_rows = duck.fetchall()
+    spark_frame = registered.sql(f"SELECT * FROM {view}")
+    assert spark_frame.columns == columns
+    assert duck_rows or not SHARED.exists(), f"{view} has no rows to compare"
+    _same(duck_rows, [tuple(row) for row in spark_frame.collect()], view)
+
+
+@pytest.mark.parametrize("call", MACRO_CALLS)
+def test_every_macro_answers_on_spark_as_on_duckdb(registered, multi_run, call):
+    duck_rows = connect(multi_run).execute(f"SELECT * FROM {call}").fetchall()
+    assert duck_rows
+    _same(duck_rows, [tuple(row) for row in registered.sql(f"SELECT * FROM {call}").collect()],
+          call)
+
+
+def test_the_calls_cover_every_macro():
+    called = {call.split("(")[0] for call in MACRO_CALLS}
+    assert called == set(describe_macros())
+    for text in library_modules_in_order().values():  # every parameter has a type for Spark
+        assert "CREATE OR REPLACE MACRO" not in text or all(
+            f"{name}" in PARAMETER_TYPES for name in _macro_parameters(text))
+
+
+def _macro_parameters(text):
+    import re
+
+    return [p.strip() for params in re.findall(r"MACRO \w+\((.*?)\) AS TABLE", text, re.DOTALL)
+            for p in params.split(",")]
+
+
+def test_percentiles_are_exact_on_spark(registered, multi_run):
+    """p99 of launch latency is an actual latency, the same one as DuckDB's (sqlglot's own
+    translation, percentile_approx, answered 636000 for DuckDB's 806000)."""
+    query = ("SELECT run, phase, rank, p50_ns, p90_ns, p99_ns FROM launch_latency_summary "
+             "ORDER BY run, phase, rank")
+    duck = connect(multi_run).execute(query).fetchall()
+    spark_rows = [tuple(row) for row in registered.sql(query).collect()]
+    assert spark_rows == duck
+    latencies = {row[0] for row in connect(multi_run).execute(
+        "SELECT launch_latency_ns FROM launch_latency").fetchall()}
+    assert all(value in latencies for row in duck for value in row[3:])
+
+
+def test_the_spark_script_runs_in_a_fresh_session(multi_run, spark, tmp_path):
+    """`tracewh views --dialect spark --script` is one runnable script: run statement by
+    statement in a new session, `runs` answers (LISTAGG DISTINCT broke it before)."""
+    root = multi_run.resolve()
+    from tracewh.catalog import Catalog
+
+    statements = script("spark", Catalog(root).snapshot(), root, effective_rules(root))
+    session = spark.newSession()
+    for statement in statements:
+        session.sql(statement)
+    runs = {row["run"]: row["phases"] for row in session.sql("SELECT * FROM runs").collect()}
+    assert runs["dlrm"] == "train" and runs["dlrm-half"] == "eval,train"
+    assert script_text(statements).count(";\n\n") == len(statements)
+
+
+def test_spark_sessions_end_with_their_parent(tmp_path):
+    """A Python process holding a SparkSession, SIGKILLed: its JVM ends too (it reads the
+    parent's pipe and exits at EOF)."""
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH")
+    code = ("from pyspark.sql import SparkSession\n"
+            "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+            ".getOrCreate()\n"
+            "print('ready', flush=True)\n"
+            "import time; time.sleep(600)\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                               stderr=subprocess.DEVNULL)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        jvms = _children(process.pid)
+        assert jvms, "no child process of the session's Python process"
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in jvms):
+        time.sleep(0.1)
+    survivors = [pid for pid in jvms if Path(f"/proc/{pid}").exists()]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"the JVM {survivors} outlived its SIGKILLed parent"
+
+
+def _children(pid):
+    """The processes whose parent is `pid`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found

@@ -51,6 +51,7 @@ class IngestOptions:
     keep_secrets: bool = False
     strict: bool = False
     jobs: int = 1
+    embedded: bool = False  # in a process tracewh does not own: see workers.worker_pool
 
 
 @dataclass
@@ -135,7 +136,8 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
             pool = None
             if parallel_files or (options.jobs > 1 and any(_large(path) for path in paths)):
                 # Forked first, before this process starts threads (hashing, delta-rs).
-                pool = stack.enter_context(worker_pool(options.jobs))
+                pool = stack.enter_context(worker_pool(options.jobs,
+                                                       embedded=options.embedded))
             with catalog.locked():  # every table exists, an interrupted commit is undone
                 replace_up_to = catalog.snapshot().seq
             committer = _Committer(catalog, options, replace_up_to)

@@ -17,19 +17,22 @@ import signal
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def fork_context():
-    return multiprocessing.get_context("fork")
-
-
 @contextlib.contextmanager
-def worker_pool(jobs, initializer=None, initargs=()):
+def worker_pool(jobs, initializer=None, initargs=(), embedded=False):
     """A process pool whose workers are forked at once, before this process starts threads of
     its own (the hashing thread): a fork copies only the calling thread, and a lock another
-    thread held at that moment would stay locked in the child. On any exception, Ctrl-C
+    thread held at that moment would stay locked in the child. `embedded`: this process is
+    not tracewh's own (the Python API, in a notebook) and may run threads of any library (an
+    open DuckDB connection's crashed forked workers): the workers then come from a fresh
+    forkserver process (a script must then guard its main code with `if __name__ ==
+    "__main__":`, as multiprocessing requires). On any exception, Ctrl-C
     included, the workers are stopped at once; otherwise the pool finishes its work."""
+    context = multiprocessing.get_context("forkserver" if embedded else "fork")
+    # A forkserver's children are not ours: they die with the forkserver, which ends with us.
+    parent = None if embedded else os.getpid()
     pool = concurrent.futures.ProcessPoolExecutor(
-        jobs, mp_context=fork_context(), initializer=_start_worker,
-        initargs=(os.getpid(), initializer, initargs))
+        jobs, mp_context=context, initializer=_start_worker,
+        initargs=(parent, initializer, initargs))
     try:
         list(pool.map(abs, range(jobs)))
         yield pool
@@ -57,5 +60,5 @@ def _die_with(parent):
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux: no such call
         return
-    if os.getppid() != parent:  # the parent died before the request took effect
+    if parent is not None and os.getppid() != parent:  # it died before the request took effect
         os._exit(1)

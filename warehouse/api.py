@@ -62,10 +62,14 @@ class Warehouse:
                strict=False, keep_secrets=False, jobs=1):
         """Ingest trace files, directories or globs, as `tracewh ingest`; return one
         IngestOutcome per file (`.status`: ingested, replaced, unchanged, failed or
-        skipped; `.error` says why one failed). Later queries see what it committed."""
+        skipped; `.error` says why one failed). Later queries see what it committed. With
+        jobs > 1, the workers start from a forkserver: a script calling this must guard its
+        main code with `if __name__ == "__main__":` (notebooks need nothing)."""
         from tracewh.ingest.sources import expand_inputs
 
-        options = ingest_options(run, phase, rank, tags, replace, strict, keep_secrets, jobs)
+        options = ingest_options(run, phase, rank, tags, replace, strict, keep_secrets, jobs,
+                                 embedded=True)
+        self.close()
         outcomes = ingest_files(self.catalog, expand_inputs([str(p) for p in paths]), options)
         self.reload()
         return outcomes

@@ -9,14 +9,14 @@ from .names import check_name, check_phase
 
 
 def ingest_options(run=None, phase=None, rank=None, tags=None, replace=False, strict=False,
-                   keep_secrets=False, jobs=1):
+                   keep_secrets=False, jobs=1, embedded=False):
     """IngestOptions with the run, phase and tags checked (they become paths and literals)."""
     tags = {check_name("tag key", key): check_name("tag value", value)
             for key, value in (tags or {}).items()}
     return IngestOptions(run=None if run is None else check_name("run", run),
                          phase=None if phase is None else check_phase(phase), rank=rank,
                          tags=tags, replace=replace, strict=strict, keep_secrets=keep_secrets,
-                         jobs=jobs)
+                         jobs=jobs, embedded=embedded)
 
 
 def ingest_files(catalog, files, options, on_done=None, on_bytes=None):

@@ -1,0 +1,185 @@
+"""What the warehouse derives after every commit: the marts (Delta tables of seven views) and
+tracewh.duckdb, read as BI tools and other engines read them."""
+
+import json
+import subprocess
+import sys
+
+import duckdb
+import polars as pl
+import pytest
+import sqlalchemy
+from deltalake import DeltaTable
+
+from tracewh import delta
+from tracewh.catalog import Catalog
+from tracewh.derived import DONE_FILE
+from tracewh.duckdb_file import FILE_NAME
+from tracewh.marts import MARTS, mart_path
+from tracewh.query import connect
+
+from .conftest import EXAMPLES
+
+DLRM = sorted(EXAMPLES.glob("*.json.gz"))
+EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
+
+
+def _mart(warehouse, name):
+    """A mart as DeltaTable reads it (its own snapshot, no tracewh code)."""
+    return pl.from_arrow(DeltaTable(str(mart_path(warehouse, name))).to_pyarrow_dataset()
+                         .to_table())
+
+
+def _sorted(frame):
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+def _view(warehouse, name):
+    return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
+
+
+@pytest.fixture
+def two_runs(tracewh, warehouse):
+    tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train")
+    tracewh("ingest", *DLRM[:3], "--run", "b", "--phase", "train")
+    return warehouse
+
+
+def test_marts_equal_their_views_row_for_row(two_runs):
+    for name in MARTS:
+        mart, view = _mart(two_runs, name), _view(two_runs, name)
+        assert mart.columns == view.columns + EXTRA_COLUMNS, name
+        assert len(view) > 0, name
+        assert _sorted(mart.select(view.columns)).equals(_sorted(view)), name
+    overlap = _mart(two_runs, "overlap")
+    assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
+    first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
+    assert first["start_time"].year == 2023  # the DLRM step was captured on 2023-09-07
+    assert first["start_ns"] // 1000 == int(first["start_time"].timestamp() * 1e6)
+
+
+def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
+    path = mart_path(two_runs, "kernel_stats")
+    before = {f.path for f in delta.live_files(path, delta.latest_version(path)) if f.run == "a"}
+    tracewh("ingest", DLRM[3], "--run", "b", "--phase", "train")
+    version = delta.latest_version(path)
+    after = delta.live_files(path, version)
+    assert {f.path for f in after if f.run == "a"} == before  # run a's file untouched
+    actions = [json.loads(line) for line in
+               (path / "_delta_log" / f"{version:020d}.json").open()]
+    changed = {a[kind]["partitionValues"]["run"] for a in actions for kind in ("add", "remove")
+               if kind in a}
+    assert changed == {"b"}
+    assert _mart(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+
+
+def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):
+    (two_runs / "_tracewh" / "kernel_rules.toml").write_text(
+        '[[class]]\nclass = "communication"\n')  # every GPU activity
+    assert "recomputed the marts of 2 runs" in tracewh("refresh").stdout
+    histogram = _mart(two_runs, "kernel_class_histogram")
+    assert set(histogram["class"]) == {"communication"}
+    assert _sorted(histogram.drop(EXTRA_COLUMNS)).equals(
+        _sorted(_view(two_runs, "kernel_class_histogram")))
+    assert tracewh("refresh").stdout.startswith("up to date")
+
+
+def test_a_trace_in_relative_time_is_flagged(tracewh, warehouse, tmp_path):
+    trace = tmp_path / "relative.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+         "args": {"stream": 7, "correlation": 1, "device": 0}}]}))
+    tracewh("ingest", trace, "--run", "rel", "--phase", "train")
+    (row,) = _mart(warehouse, "overlap").rows(named=True)
+    assert row["start_ns"] == 10000 and row["relative_time"] is True
+    assert row["start_time"] is None
+
+
+def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two_runs):
+    """duckdb-engine, as Superset and Metabase connect: every library view is there."""
+    engine = sqlalchemy.create_engine(f"duckdb:///{two_runs / FILE_NAME}",
+                                      connect_args={"read_only": True})
+    with engine.connect() as bi:
+        rows = bi.execute(sqlalchemy.text(
+            "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank")).fetchall()
+        names = set(sqlalchemy.inspect(bi).get_table_names()) | set(
+            sqlalchemy.inspect(bi).get_view_names())
+    expected = connect(two_runs).execute(
+        "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank").fetchall()
+    assert [tuple(r) for r in rows] == expected and len(expected) == 11
+    assert {"overlap", "kernel_stats", "run_metrics", "kernels", "traces",
+            "kernel_class_rules"} <= names
+    engine.dispose()
+
+
+def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs):
+    """Replaced whole at each command; its tables read the snapshot's files only (a
+    --replace leaves the old files on disk until vacuum: not counted twice)."""
+    def count():
+        with duckdb.connect(str(two_runs / FILE_NAME), read_only=True) as bi:
+            return bi.execute("SELECT count(*) FROM kernels").fetchone()[0]
+
+    kernels = count()
+    assert kernels == connect(two_runs).execute("SELECT count(*) FROM kernels").fetchone()[0]
+    tracewh("ingest", *DLRM[:3], "--run", "b", "--phase", "train", "--replace")
+    assert count() == kernels  # the replaced files are still on disk, and not read
+    tracewh("optimize")
+    tracewh("vacuum", "--retain", "0")
+    assert count() == kernels
+    with duckdb.connect(str(two_runs / FILE_NAME), read_only=True) as bi:
+        (seq,) = bi.execute("SELECT seq FROM tracewh_snapshot").fetchone()
+    assert seq == Catalog(two_runs).snapshot().seq
+    assert not list((two_runs / "_tracewh").glob(f".{FILE_NAME}*"))  # no temporary left
+
+
+def test_the_duckdb_cli_script_defines_the_whole_warehouse(tracewh, two_runs):
+    """`views --dialect duckdb --script` runs as one script in a bare DuckDB."""
+    script = tracewh("views", "--dialect", "duckdb", "--script").stdout
+    query = "SELECT * FROM run_metrics ORDER BY ALL"
+    with duckdb.connect() as bare:
+        bare.execute(script)
+        assert bare.execute(query).fetchall() == connect(two_runs).execute(query).fetchall()
+    assert tracewh("views", "--script", expect=2).output.startswith("error: --script")
+    assert "Trino reads" in tracewh("views", "--dialect", "trino", "--script", expect=2).output
+
+
+def test_other_engines_read_the_marts(two_runs):
+    """polars and DuckDB's Parquet reader (the Hive partition `run` included)."""
+    by_polars = pl.read_delta(str(mart_path(two_runs, "run_metrics")))
+    files = [str(mart_path(two_runs, "run_metrics") / f.path) for f in delta.live_files(
+        mart_path(two_runs, "run_metrics"), delta.latest_version(mart_path(two_runs,
+                                                                           "run_metrics")))]
+    with duckdb.connect() as reader:
+        by_duckdb = reader.execute(f"SELECT count(*), count(DISTINCT run) FROM read_parquet("
+                                   f"{files}, hive_partitioning = true)").fetchone()
+    assert by_duckdb == (len(by_polars), 2)
+
+
+def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
+    """The traces stay committed; one line says so, and `refresh` recovers."""
+    from tracewh import derived
+
+    def disk_full(catalog, snapshot):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(derived, "write_duckdb_file", disk_full)
+    result = tracewh("ingest", DLRM[4], "--run", "c", "--phase", "train", expect=2)
+    assert "the traces are committed" in result.output and "tracewh refresh" in result.output
+    assert "Traceback" not in result.output
+    monkeypatch.undo()
+    assert not (two_runs / "_tracewh" / DONE_FILE).read_text().count('"c"')
+    assert "recomputed the marts of 0 runs" in tracewh("refresh").stdout  # marts were done
+    assert "c" in set(_mart(two_runs, "overlap")["run"])
+
+
+def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
+    """Ingest killed after its commits, before the marts: `refresh` derives the missing run."""
+    code = ("import sys\nfrom tracewh import derived, ingesting\n"
+            "ingesting.refresh_derived = lambda catalog: sys.exit(9)\n"
+            "from tracewh.cli import cli\n"
+            f"cli(['--warehouse', {str(two_runs)!r}, 'ingest', {str(DLRM[5])!r}, "
+            "'--run', 'late', '--phase', 'train'])\n")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 9
+    assert "late" not in set(_mart(two_runs, "overlap")["run"])
+    assert "recomputed the marts of 1 run " in tracewh("refresh").stdout
+    assert "late" in set(_mart(two_runs, "overlap")["run"])

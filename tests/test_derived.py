@@ -97,8 +97,8 @@ def test_a_trace_in_relative_time_is_flagged(tracewh, warehouse, tmp_path):
 
 def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two_runs):
     """duckdb-engine, as Superset and Metabase connect: every library view is there."""
-    engine = sqlalchemy.create_engine(f"duckdb:///{two_runs / FILE_NAME}",
-                                      connect_args={"read_only": True})
+    engine = sqlalchemy.create_engine(  # the URI the README gives for Superset
+        f"duckdb:///{two_runs.resolve() / FILE_NAME}?access_mode=read_only")
     with engine.connect() as bi:
         rows = bi.execute(sqlalchemy.text(
             "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank")).fetchall()
@@ -109,6 +109,8 @@ def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two
     assert [tuple(r) for r in rows] == expected and len(expected) == 11
     assert {"overlap", "kernel_stats", "run_metrics", "kernels", "traces",
             "kernel_class_rules"} <= names
+    with engine.connect() as bi, pytest.raises(sqlalchemy.exc.DBAPIError, match="read-only"):
+        bi.execute(sqlalchemy.text("CREATE TABLE x (a INTEGER)"))
     engine.dispose()
 
 

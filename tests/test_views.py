@@ -278,6 +278,16 @@ def test_every_view_transpiles(dialect):
             assert statement is not None
 
 
+@pytest.mark.parametrize("dialect", ["spark", "trino"])
+def test_percentiles_stay_exact_in_every_dialect(dialect):
+    """sqlglot writes percentile_disc as percentile_approx / approx_percentile: the library's
+    are written as the nearest-rank value (element_at of the sorted values) instead."""
+    texts = [transpile(text, dialect) for _, text in library().values()]
+    assert not any("approx" in text.lower() for text in texts)
+    exact = sum(text.count("ELEMENT_AT(") for text in texts)
+    assert exact == sum(text.count("percentile_disc") for _, text in library().values()) > 0
+
+
 def test_views_command_lists_and_transpiles(tracewh):
     listing = tracewh("views").output
     assert "overlap " in listing and "kernel_stats" in listing

@@ -13,7 +13,8 @@ from .catalog import Catalog, default_location
 from .errors import TracewhError
 
 # command name -> the module of tracewh.commands that defines it. Modules are imported on
-# demand: DuckDB and sqlglot take a third of a second to import, which `ingest` does not need.
+# demand: DuckDB and sqlglot take a third of a second to import, which `--help`, `tables` and
+# `snapshot` do not need.
 COMMANDS = {
     "ingest": "ingest",
     "query": "query",

@@ -1,5 +1,5 @@
-"""The SQL library in other engines' dialects (Spark, Trino) via sqlglot, and as one Spark SQL
-script that defines a warehouse's tables, rules table, views and macros in a SparkSession.
+"""The SQL library in other engines' dialects (Spark, Trino) via sqlglot, and as one script
+(DuckDB or Spark SQL) that defines a warehouse's tables, rules table, views and macros.
 
 Beyond sqlglot's translation:
 - percentile_disc stays exact: sqlglot turns it into approximate percentiles, so it is written
@@ -21,9 +21,9 @@ from sqlglot import exp
 from tracewh.ingest.schema import TABLES
 
 from .errors import UsageError
-from .rules import RULES_TABLE, rules_rows
 from .query import (empty_select, library_connection, library_modules_in_order,
-                    live_replacements, scan_select, typed_columns)
+                    live_replacements, scan_select, sql_string, typed_columns)
+from .rules import RULES_TABLE, rules_rows
 
 DIALECTS = ("duckdb", "spark", "trino")
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE\s*(.*?;)", re.DOTALL)
@@ -141,7 +141,7 @@ def script(dialect, snapshot, root, rules):
 def _duckdb_script(snapshot, root, rules):
     paths = snapshot.paths(root)
     statements = [f"CREATE OR REPLACE VIEW {table.name} AS " + (
-        scan_select(table, "[" + ", ".join(map(_duckdb_string, paths[table.name])) + "]")
+        scan_select(table, "[" + ", ".join(map(sql_string, paths[table.name])) + "]")
         if paths.get(table.name) else empty_select(table)) for table in TABLES.values()]
     statements.append(RULES_TABLE)
     statements.append("INSERT INTO kernel_class_rules VALUES " + ", ".join(
@@ -151,13 +151,9 @@ def _duckdb_script(snapshot, root, rules):
                          for name, text in library_modules_in_order().items()]
 
 
-def _duckdb_string(text):
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _duckdb_value(value):
     return ("NULL" if value is None else str(value) if isinstance(value, int)
-            else _duckdb_string(value))
+            else sql_string(value))
 
 
 def _spark_script(snapshot, root, rules):
@@ -181,9 +177,8 @@ def _spark_table(table, root, paths):
     directory = f"{root}/{table.name}"
     names = sorted(path.rsplit("/", 1)[1] for path in paths)
     columns = typed_columns(table)
-    schema = ", ".join(f"{_spark_name(name.strip(chr(34)))} {spark_type(type_)}"
-                       for name, type_ in columns)
-    listed = ", ".join(_spark_name(name.strip(chr(34))) for name, _ in columns)
+    schema = ", ".join(f"{_spark_name(name)} {spark_type(type_)}" for name, type_ in columns)
+    listed = ", ".join(_spark_name(name) for name, _ in columns)
     files = f"tracewh_files_{table.name}"
     return [f"CREATE OR REPLACE TEMPORARY VIEW {files} ({schema}) USING parquet OPTIONS ("
             f"path {_spark_string(directory + '/*/*/*/{' + ','.join(names) + '}')}, "

@@ -25,7 +25,8 @@ import pyarrow as pa
 
 from tracewh.ingest.schema import TABLES
 
-from .query import define_library, empty_select, library_fingerprint, scan_select
+from .query import (define_library, empty_select, library_fingerprint, scan_select,
+                    sql_string)
 from .rules import effective_rules
 
 FILE_NAME = "tracewh.duckdb"
@@ -88,7 +89,7 @@ def _define(connection, root, snapshot, rules, paths):
         connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
         connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
         if paths.get(table.name):
-            pattern = _literal(f"{root}/{table.name}/*/*/*/*.parquet")
+            pattern = sql_string(f"{root}/{table.name}/*/*/*/*.parquet")
             connection.execute(f"CREATE OR REPLACE MACRO {macro}(files := {pattern}) "
                                f"AS TABLE {_snapshot_scan(table)}")
 
@@ -99,8 +100,5 @@ def _snapshot_scan(table):
     """The table's rows from the files matching `files` that the snapshot lists."""
     return (f"{scan_select(table, 'files', options=', filename = tracewh_file')} "
             f"WHERE tracewh_file IN (SELECT path FROM {FILES_TABLE} "
-            f"WHERE table_name = {_literal(table.name)})")
+            f"WHERE table_name = {sql_string(table.name)})")
 
-
-def _literal(text):
-    return "'" + text.replace("'", "''") + "'"

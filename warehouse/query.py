@@ -43,16 +43,21 @@ def _quote(identifier):
     return '"' + identifier.replace('"', '""') + '"'
 
 
+def sql_string(text):
+    """A DuckDB string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def typed_columns(table):
-    """(quoted name, DuckDB type) of the table's partition and file columns."""
+    """(name, DuckDB type) of the table's partition and file columns."""
     return ([(name, _DUCKDB_TYPES[type_]) for name, type_, _ in PARTITION_COLUMNS]
-            + [(_quote(c.name), _DUCKDB_TYPES[c.type]) for c in table.columns])
+            + [(c.name, _DUCKDB_TYPES[c.type]) for c in table.columns])
 
 
 def stand_in_sql(table):
     """An empty table of the table's columns, for the library's views to be defined on (and
     bound, which costs nothing) before the table's real view over its files replaces it."""
-    columns = ", ".join(f"{name} {type_}" for name, type_ in typed_columns(table))
+    columns = ", ".join(f"{_quote(name)} {type_}" for name, type_ in typed_columns(table))
     return f"CREATE TABLE {table.name} ({columns})"
 
 
@@ -66,7 +71,7 @@ def table_view_sql(table, has_files):
 
 def empty_select(table):
     """A SELECT of no rows with the table's columns and types."""
-    typed = [f"CAST(NULL AS {type_}) AS {name}" for name, type_ in typed_columns(table)]
+    typed = [f"CAST(NULL AS {type_}) AS {_quote(name)}" for name, type_ in typed_columns(table)]
     return f"SELECT {', '.join(typed)} WHERE false"
 
 

@@ -4,6 +4,7 @@ tracewh.duckdb, read as BI tools and other engines read them."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -112,6 +113,28 @@ def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two
     with engine.connect() as bi, pytest.raises(sqlalchemy.exc.DBAPIError, match="read-only"):
         bi.execute(sqlalchemy.text("CREATE TABLE x (a INTEGER)"))
     engine.dispose()
+
+
+def test_the_duckdb_shell_of_an_older_duckdb_opens_the_file(two_runs):
+    """The DuckDB CLI (from PyPI's duckdb-cli, a 1.x DuckDB older than the library's, as BI
+    tools bundle their own) reads the file read-only and every view answers as ours."""
+    shell = Path(sys.executable).with_name("duckdb")
+    if not shell.exists():
+        pytest.skip("the duckdb shell is not installed (make test installs duckdb-cli)")
+    ours = connect(two_runs)
+    for view in sorted(MARTS) + ["runs", "kernel_classes", "capture_spans"]:
+        output = subprocess.run(
+            [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
+             f"SELECT count(*), sum(hash(run)) FROM {view}"],
+            capture_output=True, text=True, check=True).stdout
+        count = int(output.split(",")[0])
+        assert count == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
+    overlap = subprocess.run(
+        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
+         "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert overlap == [f"{r},{k},{n}" for r, k, n in ours.execute(
+        "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank").fetchall()]
 
 
 def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs):

@@ -32,6 +32,7 @@ from .rules import effective_rules
 FILE_NAME = "tracewh.duckdb"
 FILES_TABLE = "tracewh_files"
 SNAPSHOT_TABLE = "tracewh_snapshot"
+STORAGE_VERSION = "v1.0.0"
 
 
 def write_duckdb_file(catalog, snapshot):
@@ -49,12 +50,12 @@ def write_duckdb_file(catalog, snapshot):
     target = root / FILE_NAME
     if target.exists():
         shutil.copyfile(target, temporary)
-    connection = duckdb.connect(str(temporary))
+    connection = _connect(temporary)
     try:
         if not _has_shape(connection, shape):
             connection.close()
             temporary.unlink(missing_ok=True)
-            connection = duckdb.connect(str(temporary))
+            connection = _connect(temporary)
             _define(connection, root, snapshot, rules, paths)
         files = pa.table({"table_name": [name for name, found in paths.items() for _ in found],
                           "path": [path for found in paths.values() for path in found]})
@@ -67,6 +68,13 @@ def write_duckdb_file(catalog, snapshot):
     finally:
         connection.close()
     os.replace(temporary, target)
+
+
+def _connect(path):
+    """The file in the oldest storage format DuckDB 1.x reads: BI tools bundle their own
+    DuckDB (DBeaver's JDBC driver, Metabase's and Grafana's plugins), often older than ours,
+    and a 1.x DuckDB refuses a file of a newer storage version."""
+    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
 
 
 def _has_shape(connection, shape):

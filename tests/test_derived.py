@@ -206,5 +206,8 @@ def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
             "'--run', 'late', '--phase', 'train'])\n")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
     assert "late" not in set(_mart(two_runs, "overlap")["run"])
+    leftover = two_runs / "_tracewh" / f".{FILE_NAME}.999999.tmp.wal"  # of a killed refresh
+    leftover.write_text("x")
     assert "recomputed the marts of 1 run " in tracewh("refresh").stdout
     assert "late" in set(_mart(two_runs, "overlap")["run"])
+    assert not leftover.exists()

@@ -36,7 +36,8 @@ STORAGE_VERSION = "v1.0.0"
 
 
 def write_duckdb_file(catalog, snapshot):
-    """Write `<warehouse>/tracewh.duckdb` over `snapshot`, replacing the previous one whole.
+    """Write `<warehouse>/tracewh.duckdb` over `snapshot`, replacing the previous one whole
+    (under the writers' lock).
     When only the file lists changed (the usual commit), the previous file is copied and its
     lists replaced: defining the library again costs ~0.1 s."""
     root = catalog.root.resolve()
@@ -45,8 +46,9 @@ def write_duckdb_file(catalog, snapshot):
     shape = json.dumps({"library": library_fingerprint(rules), "root": str(root),
                         "duckdb": duckdb.__version__,
                         "tables": sorted(name for name, found in paths.items() if found)})
+    for stale in catalog.state.glob(f".{FILE_NAME}.*"):  # of killed writers: we hold the lock
+        stale.unlink(missing_ok=True)
     temporary = catalog.state / f".{FILE_NAME}.{os.getpid()}.tmp"
-    temporary.unlink(missing_ok=True)
     target = root / FILE_NAME
     if target.exists():
         shutil.copyfile(target, temporary)

@@ -70,15 +70,16 @@ def refresh_marts(catalog, snapshot):
     runs = set().union(*(plan.recompute for plan in plans.values()))
     if not runs and not any(plan.version is None or plan.drop for plan in plans.values()):
         return MartsRefresh([], 0)
-    connection = connect(catalog.root, runs=runs, tables=tables_read_by(*MARTS, "capture_spans"))
     committed = 0
-    for name, plan in plans.items():
-        if plan.version is not None and not plan.rebuild and not plan.recompute and not plan.drop:
-            continue
-        rows = _rows(connection, name)
-        _commit(mart_path(catalog.root, name), plan, rows,
-                {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
-        committed += 1
+    with connect(catalog.root, runs=runs,
+                 tables=tables_read_by(*MARTS, "capture_spans")) as connection:
+        for name, plan in plans.items():
+            if (plan.version is not None and not plan.rebuild and not plan.recompute
+                    and not plan.drop):
+                continue
+            _commit(mart_path(catalog.root, name), plan, _rows(connection, name),
+                    {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
+            committed += 1
     return MartsRefresh(sorted(runs), committed)
 
 

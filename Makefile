@@ -25,6 +25,9 @@ demo: install
 	@echo "== top kernels by total time over all ranks =="
 	@$(BIN)/tracewh --warehouse $(DEMO_WAREHOUSE) query \
 	  "SELECT short_name, class, sum(count) AS kernels, sum(total_ns) AS total_ns FROM kernel_stats WHERE run = 'dlrm-demo' GROUP BY ALL ORDER BY total_ns DESC LIMIT 10"
+	@echo
+	@echo "BI tools open $(DEMO_WAREHOUSE)/tracewh.duckdb read-only (every table and view);"
+	@echo "Parquet/Delta readers find the views' answers in $(DEMO_WAREHOUSE)/marts/."
 
 # Headless Chromium from Debian, for the test that renders the HTML report in a real browser.
 browser:

@@ -197,6 +197,18 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
     assert "c" in set(_mart(two_runs, "overlap")["run"])
 
 
+def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, monkeypatch):
+    from tracewh import marts
+
+    def interrupted(catalog, snapshot):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(marts, "_newest_seq_of_runs", interrupted)
+    result = tracewh("ingest", DLRM[6], "--run", "d", "--phase", "train", expect=130)
+    assert "what was committed stays" in result.output and "Traceback" not in result.output
+    assert "d" in {info.run for info in Catalog(two_runs).runs()}
+
+
 def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
     """Ingest killed after its commits, before the marts: `refresh` derives the missing run."""
     code = ("import sys\nfrom tracewh import derived, ingesting\n"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from .duckdb_file import FILE_NAME, write_duckdb_file
-from .errors import WarehouseError
+from .errors import RefreshInterrupted, WarehouseError
 from .marts import refresh_marts
 from .query import library_fingerprint
 from .rules import effective_rules
@@ -46,6 +46,10 @@ def refresh_derived(catalog):
             raise WarehouseError(f"{catalog.root}: the traces are committed, but the marts and "
                                  f"{FILE_NAME} were not brought up to date ({error}); "
                                  "`tracewh refresh` tries again") from None
+        except KeyboardInterrupt:
+            raise RefreshInterrupted(f"interrupted: what was committed stays; the marts and "
+                                     f"{FILE_NAME} may lag behind it until `tracewh refresh` "
+                                     "(or the next ingest)") from None
         done_file.write_text(json.dumps(done))
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
 

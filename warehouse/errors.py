@@ -36,3 +36,9 @@ class QueryError(TracewhError):
 
 class WarehouseError(TracewhError):
     """The warehouse directory is not usable (not a warehouse, unreadable manifest)."""
+
+
+class RefreshInterrupted(TracewhError):
+    """Ctrl-C while the marts and tracewh.duckdb were being derived: the commits stand."""
+
+    exit_code = 128 + 2  # the shell's status for a command ended by SIGINT

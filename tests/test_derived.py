@@ -141,7 +141,12 @@ def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs
     """Replaced whole at each command; its tables read the snapshot's files only (a
     --replace leaves the old files on disk until vacuum: not counted twice)."""
     def count():
+        """The file's kernels, once its file list is checked to be the snapshot's."""
+        root = two_runs.resolve()
+        listed = {(table, path) for table, paths in Catalog(root).snapshot().paths(root).items()
+                  for path in paths}
         with duckdb.connect(str(two_runs / FILE_NAME), read_only=True) as bi:
+            assert set(bi.execute("SELECT * FROM tracewh_files").fetchall()) == listed
             return bi.execute("SELECT count(*) FROM kernels").fetchone()[0]
 
     kernels = count()

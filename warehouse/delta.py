@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -170,6 +171,27 @@ def commit(path, version, actions, operation, info=None):
     if version % CHECKPOINT_INTERVAL == 0:
         checkpoint(path, version)
     return version
+
+
+def changes(path, first, last):
+    """(paths added, paths removed) by versions first+1..last of a table, net (a file added
+    then removed in between is neither), from their JSON commit files; None when one of them
+    is missing (log cleanup) and the live files must be listed whole."""
+    added, removed = set(), set()
+    for version in range(first + 1, last + 1):
+        try:
+            lines = (Path(path) / LOG_DIR / f"{version:020d}.json").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for action in map(json.loads, lines):
+            for kind, gains, losses in (("add", added, removed), ("remove", removed, added)):
+                if kind in action:
+                    name = unquote(action[kind]["path"])
+                    if name in losses:  # undoes an earlier action of the range
+                        losses.remove(name)
+                    else:
+                        gains.add(name)
+    return sorted(added), sorted(removed)
 
 
 def checkpoint(path, version):

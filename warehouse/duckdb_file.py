@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from tracewh.ingest.schema import TABLES
 
+from . import delta
 from .query import (define_library, empty_select, library_fingerprint, scan_select,
                     sql_string)
 from .rules import effective_rules
@@ -36,16 +37,15 @@ STORAGE_VERSION = "v1.0.0"
 
 
 def write_duckdb_file(catalog, snapshot):
-    """Write `<warehouse>/tracewh.duckdb` over `snapshot`, replacing the previous one whole
-    (under the writers' lock).
-    When only the file lists changed (the usual commit), the previous file is copied and its
-    lists replaced: defining the library again costs ~0.1 s."""
+    """Write `<warehouse>/tracewh.duckdb` over `snapshot` (under the writers' lock), replacing
+    the previous one whole. Usually only the file lists change: the previous file is copied
+    and its lists brought forward by the Delta commits since the snapshot it shows, instead
+    of defining the library again (~0.1 s) and listing every file of 13 tables (~0.15 s and
+    ~200 MB at 1,000 runs)."""
     root = catalog.root.resolve()
-    paths = snapshot.paths(root)
     rules = effective_rules(root)
     shape = json.dumps({"library": library_fingerprint(rules), "root": str(root),
-                        "duckdb": duckdb.__version__,
-                        "tables": sorted(name for name, found in paths.items() if found)})
+                        "duckdb": duckdb.__version__})
     for stale in catalog.state.glob(f".{FILE_NAME}.*"):  # of killed writers: we hold the lock
         stale.unlink(missing_ok=True)
     temporary = catalog.state / f".{FILE_NAME}.{os.getpid()}.tmp"
@@ -54,15 +54,11 @@ def write_duckdb_file(catalog, snapshot):
         shutil.copyfile(target, temporary)
     connection = _connect(temporary)
     try:
-        if not _has_shape(connection, shape):
+        if not _follow_commits(connection, root, snapshot, shape):
             connection.close()
             temporary.unlink(missing_ok=True)
             connection = _connect(temporary)
-            _define(connection, root, snapshot, rules, paths)
-        files = pa.table({"table_name": [name for name, found in paths.items() for _ in found],
-                          "path": [path for found in paths.values() for path in found]})
-        connection.execute(f"DELETE FROM {FILES_TABLE}")
-        connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM files")
+            _write_whole(connection, root, snapshot, rules)
         connection.execute(f"DELETE FROM {SNAPSHOT_TABLE}")
         connection.execute(f"INSERT INTO {SNAPSHOT_TABLE} VALUES (?, ?, ?, ?)", [
             snapshot.seq, json.dumps(snapshot.versions, sort_keys=True),
@@ -72,27 +68,47 @@ def write_duckdb_file(catalog, snapshot):
     os.replace(temporary, target)
 
 
-def _connect(path):
-    """The file in the oldest storage format DuckDB 1.x reads: BI tools bundle their own
-    DuckDB (DBeaver's JDBC driver, Metabase's and Grafana's plugins), often older than ours,
-    and a 1.x DuckDB refuses a file of a newer storage version."""
-    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
-
-
-def _has_shape(connection, shape):
-    """Whether a copied file was written for the same library, rules, root, DuckDB version
-    and set of non-empty tables (so only its file lists need replacing)."""
+def _follow_commits(connection, root, snapshot, shape):
+    """Bring a copied file's lists to `snapshot` by the Delta commits since the snapshot it
+    shows. False when it must be written whole: no file, another library, rules, root or
+    DuckDB, a commit file gone, or a table that became non-empty (its scan is defined only
+    when it has files)."""
     try:
-        return connection.execute(f"SELECT shape FROM {SNAPSHOT_TABLE}").fetchall() == [(shape,)]
-    except duckdb.Error:  # a new file, or one from before this column
+        recorded = connection.execute(f"SELECT shape, versions FROM {SNAPSHOT_TABLE}").fetchall()
+    except duckdb.Error:  # a new file
         return False
+    if len(recorded) != 1 or recorded[0][0] != shape:
+        return False
+    before = json.loads(recorded[0][1])
+    added, removed = {"table_name": [], "path": []}, {"table_name": [], "path": []}
+    for name in TABLES:
+        if name not in before or name not in snapshot.versions:
+            return False
+        changes = delta.changes(root / name, before[name], snapshot.versions[name])
+        if changes is None:
+            return False
+        for paths, found in zip((added, removed), changes):
+            paths["table_name"] += [name] * len(found)
+            paths["path"] += [f"{root}/{name}/{path}" for path in found]
+    non_empty = f"SELECT DISTINCT table_name FROM {FILES_TABLE} ORDER BY 1"
+    had = connection.execute(non_empty).fetchall()
+    removed, added = pa.table(removed), pa.table(added)
+    connection.execute(f"DELETE FROM {FILES_TABLE} USING removed WHERE "
+                       f"{FILES_TABLE}.table_name = removed.table_name AND "
+                       f"{FILES_TABLE}.path = removed.path")
+    connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM added")
+    return connection.execute(non_empty).fetchall() == had
 
 
-def _define(connection, root, snapshot, rules, paths):
-    """Create the file's tables, views and macros, its file lists empty."""
+def _write_whole(connection, root, snapshot, rules):
+    """Define the file's tables, views and macros, and list the snapshot's files."""
+    paths = snapshot.paths(root)
     connection.execute(f"CREATE TABLE {FILES_TABLE} (table_name VARCHAR, path VARCHAR)")
     connection.execute(f"CREATE TABLE {SNAPSHOT_TABLE} (seq BIGINT, versions VARCHAR, "
                        "written_at TIMESTAMPTZ, shape VARCHAR)")
+    files = pa.table({"table_name": [name for name, found in paths.items() for _ in found],
+                      "path": [path for found in paths.values() for path in found]})
+    connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM files")
 
     def table_view(table):
         macro = f"tracewh_scan_{table.name}"
@@ -104,6 +120,13 @@ def _define(connection, root, snapshot, rules, paths):
                                f"AS TABLE {_snapshot_scan(table)}")
 
     define_library(connection, snapshot, rules, table_view)
+
+
+def _connect(path):
+    """The file in the oldest storage format DuckDB 1.x reads: BI tools bundle their own
+    DuckDB (DBeaver's JDBC driver, Metabase's and Grafana's plugins), often older than ours,
+    and a 1.x DuckDB refuses a file of a newer storage version."""
+    return duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_VERSION})
 
 
 def _snapshot_scan(table):

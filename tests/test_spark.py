@@ -221,3 +221,31 @@ def _children(pid):
         if int(fields[1]) == pid:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_spark_sql_runs_the_printed_script(multi_run, tmp_path):
+    """`tracewh views --dialect spark --script > tracewh.sql; spark-sql -f tracewh.sql`, as the
+    README says, with pyspark's own spark-sql: the runs and a macro answer as DuckDB's."""
+    import pyspark
+    from click.testing import CliRunner
+
+    from tracewh.cli import cli
+
+    spark_sql = Path(pyspark.__file__).parent / "bin" / "spark-sql"
+    if shutil.which("java") is None or not spark_sql.exists():
+        pytest.skip("no java, or pyspark without bin/spark-sql")
+    printed = CliRunner().invoke(cli, ["--warehouse", str(multi_run), "views", "--dialect",
+                                       "spark", "--script"])
+    assert printed.exit_code == 0, printed.output
+    script = tmp_path / "tracewh.sql"
+    script.write_text(printed.output + "SELECT run, phases FROM runs ORDER BY run;\n"
+                      "SELECT count(*) FROM run_diff('dlrm', 'dlrm-half');\n")
+    result = subprocess.run([str(spark_sql), "--conf", "spark.ui.enabled=false", "-f",
+                             str(script)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    duck = connect(multi_run)
+    expected = [f"{run}\t{phases}" for run, phases in duck.execute(
+        "SELECT run, phases FROM runs ORDER BY run").fetchall()]
+    expected.append(str(duck.execute(
+        "SELECT count(*) FROM run_diff('dlrm', 'dlrm-half')").fetchone()[0]))
+    assert result.stdout.splitlines()[-len(expected):] == expected

@@ -65,11 +65,13 @@ def multi_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark(tmp_path_factory):
     if shutil.which("java") is None:
         pytest.skip("no java on PATH: Spark needs Java 17+")
     session = (pyspark_sql.SparkSession.builder.master("local[2]")
                .config("spark.ui.enabled", "false")
+               # else spark-warehouse/ appears in the checkout
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-dir")))
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .getOrCreate())
@@ -193,7 +195,7 @@ def test_spark_sessions_end_with_their_parent(tmp_path):
             "print('ready', flush=True)\n"
             "import time; time.sleep(600)\n")
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
         assert process.stdout.readline().strip() == "ready"
         jvms = _children(process.pid)
@@ -240,8 +242,11 @@ def test_spark_sql_runs_the_printed_script(multi_run, tmp_path):
     script = tmp_path / "tracewh.sql"
     script.write_text(printed.output + "SELECT run, phases FROM runs ORDER BY run;\n"
                       "SELECT count(*) FROM run_diff('dlrm', 'dlrm-half');\n")
+    # In the test's directory: spark-sql leaves metastore_db/, derby.log and spark-warehouse/
+    # where it runs.
     result = subprocess.run([str(spark_sql), "--conf", "spark.ui.enabled=false", "-f",
-                             str(script)], capture_output=True, text=True, timeout=600)
+                             str(script)], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     duck = connect(multi_run)
     expected = [f"{run}\t{phases}" for run, phases in duck.execute(

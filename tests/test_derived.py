@@ -189,7 +189,7 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
     """The traces stay committed; one line says so, and `refresh` recovers."""
     from tracewh import derived
 
-    def disk_full(catalog, snapshot):
+    def disk_full(catalog, snapshot, rules):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(derived, "write_duckdb_file", disk_full)

@@ -32,16 +32,16 @@ def refresh_derived(catalog):
     derives again."""
     with catalog.locked():
         snapshot = catalog.snapshot()
-        done = {"versions": snapshot.versions,
-                "fingerprint": library_fingerprint(effective_rules(catalog.root))}
+        rules = effective_rules(catalog.root)
+        done = {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
         done_file = catalog.state / DONE_FILE
         if (catalog.root / FILE_NAME).exists() and _read_json(done_file) == done:
             return DerivedRefresh(up_to_date=True)
         try:
             started = time.perf_counter()
-            marts = refresh_marts(catalog, snapshot)
+            marts = refresh_marts(catalog, snapshot, rules)
             between = time.perf_counter()
-            write_duckdb_file(catalog, snapshot)
+            write_duckdb_file(catalog, snapshot, rules)
         except (OSError, duckdb.Error) as error:
             raise WarehouseError(f"{catalog.root}: the traces are committed, but the marts and "
                                  f"{FILE_NAME} were not brought up to date ({error}); "

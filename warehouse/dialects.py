@@ -64,6 +64,8 @@ def _statements(sql_text, dialect, parameters_of=None):
     statements = []
     for tree in sqlglot.parse(sql_text, read="duckdb"):
         for cte in tree.find_all(exp.CTE):
+            # NOT MATERIALIZED is DuckDB's hint to let a run filter into a CTE used twice
+            # (else it reads every file); Spark and Trino inline CTEs and have no such word.
             cte.set("materialized", None)
         for within in list(tree.find_all(exp.WithinGroup)):
             if isinstance(within.this, exp.PercentileDisc):
@@ -144,16 +146,20 @@ def _duckdb_script(snapshot, root, rules):
         scan_select(table, "[" + ", ".join(map(sql_string, paths[table.name])) + "]")
         if paths.get(table.name) else empty_select(table)) for table in TABLES.values()]
     statements.append(RULES_TABLE)
-    statements.append("INSERT INTO kernel_class_rules VALUES " + ", ".join(
-        "(" + ", ".join(map(_duckdb_value, row)) + ")" for row in rules_rows(rules)))
+    statements.append("INSERT INTO kernel_class_rules VALUES "
+                      + _rules_values(rules, sql_string))
     live = live_replacements(snapshot, rules)
     return statements + [live.get(name, text).strip().rstrip(";")
                          for name, text in library_modules_in_order().items()]
 
 
-def _duckdb_value(value):
-    return ("NULL" if value is None else str(value) if isinstance(value, int)
-            else sql_string(value))
+def _rules_values(rules, string):
+    """The rows of the rules table as SQL VALUES rows, strings quoted by `string`."""
+    def literal(value):
+        return ("NULL" if value is None else str(value) if isinstance(value, int)
+                else string(value))
+
+    return ", ".join("(" + ", ".join(map(literal, row)) + ")" for row in rules_rows(rules))
 
 
 def _spark_script(snapshot, root, rules):
@@ -187,11 +193,7 @@ def _spark_table(table, root, paths):
 
 
 def _spark_rules(rules):
-    def value(item):
-        return ("NULL" if item is None else str(item) if isinstance(item, int)
-                else _spark_string(item))
-
-    rows = ", ".join("(" + ", ".join(map(value, row)) + ")" for row in rules_rows(rules))
+    rows = _rules_values(rules, _spark_string)
     return ("CREATE OR REPLACE TEMPORARY VIEW kernel_class_rules AS SELECT "
             "CAST(target AS STRING) AS target, CAST(priority AS INT) AS priority, "
             "CAST(category AS STRING) AS category, CAST(pattern AS STRING) AS pattern, "

@@ -26,7 +26,6 @@ import pyarrow.dataset as ds
 from . import delta
 from .delta import DataFile
 from .query import connect, library_fingerprint, tables_read_by
-from .rules import effective_rules
 
 MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
          "launch_latency_summary", "kernel_class_histogram")
@@ -44,6 +43,11 @@ class MartPlan:
     rebuild: bool  # created again (other SQL, rules or format): every run recomputed
     recompute: set = field(default_factory=set)  # runs whose rows are computed again
     drop: set = field(default_factory=set)  # runs the warehouse no longer holds
+    live: list = field(default_factory=list)  # the mart's files at `version` (DataFile)
+
+    @property
+    def needed(self):
+        return bool(self.rebuild or self.recompute or self.drop)
 
 
 @dataclass
@@ -61,21 +65,21 @@ def mart_paths(root):
     return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
 
 
-def refresh_marts(catalog, snapshot):
-    """Bring every mart to `snapshot` (under the writers' lock, which the caller holds)."""
+def refresh_marts(catalog, snapshot, rules):
+    """Bring every mart to `snapshot` under the kernel `rules` (under the writers' lock,
+    which the caller holds)."""
     newest = _newest_seq_of_runs(catalog, snapshot)
-    fingerprint = f"{FORMAT}-{library_fingerprint(effective_rules(catalog.root))}"
+    fingerprint = f"{FORMAT}-{library_fingerprint(rules)}"
     plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
              for name in MARTS}
     runs = set().union(*(plan.recompute for plan in plans.values()))
-    if not runs and not any(plan.version is None or plan.drop for plan in plans.values()):
+    if not any(plan.needed for plan in plans.values()):
         return MartsRefresh([], 0)
     committed = 0
     with connect(catalog.root, runs=runs,
                  tables=tables_read_by(*MARTS, "capture_spans")) as connection:
         for name, plan in plans.items():
-            if (plan.version is not None and not plan.rebuild and not plan.recompute
-                    and not plan.drop):
+            if not plan.needed:
                 continue
             _commit(mart_path(catalog.root, name), plan, _rows(connection, name),
                     {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
@@ -103,13 +107,13 @@ def _plan(path, newest, snapshot, fingerprint):
     state = delta.commit_info(path, version).get(STATE_KEY)
     if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
         return MartPlan(version, True, set(newest))
-    held = {f.run for f in delta.live_files(path, version)}
+    live = delta.live_files(path, version)
     return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
-                    held - set(newest))
+                    {f.run for f in live} - set(newest), live)
 
 
 def _rows(connection, name):
-    """The view's rows of `runs` (the connection holds those only), with the extra columns."""
+    """The view's rows (of the runs the connection holds), with the extra columns."""
     keys = "run, phase" if name == "rank_skew" else "run, phase, rank"
     on = " AND ".join(f"v.{key} = s.{key}" for key in keys.split(", "))
     table = connection.sql(
@@ -134,7 +138,7 @@ def _commit(path, plan, rows, info):
         DeltaTable.create(str(path), schema=rows.schema, partition_by=["run"],
                           mode="ignore" if version is None else "overwrite")
         version = delta.latest_version(path)
-    removed = [] if plan.rebuild else [f for f in delta.live_files(path, version)
+    removed = [] if plan.rebuild else [f for f in plan.live
                                        if f.run in plan.recompute | plan.drop]
     added = []
 

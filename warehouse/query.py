@@ -90,7 +90,8 @@ def files_variable(table):
 def library():
     """The SQL library: {view name: (description, SQL text)}, from the `sql` package."""
     views = {}
-    for resource in sorted(importlib.resources.files("tracewh.sql").iterdir(), key=lambda r: r.name):
+    resources = importlib.resources.files("tracewh.sql").iterdir()
+    for resource in sorted(resources, key=lambda r: r.name):
         if resource.name.endswith(".sql"):
             text = resource.read_text()
             views[resource.name[:-4]] = (describe(text), text)

@@ -1,22 +1,13 @@
-"""A trace's top-level metadata: the `traces` row, the `devices` rows, and secret redaction.
+"""A trace's top-level metadata: the `traces` row and the `devices` rows.
 
 Everything in the document but `traceEvents` is metadata (schemaVersion, deviceProperties,
-distributedInfo, versions, INFO logs, environment dumps...). Values under keys that look like
-secrets, and `NAME=value` pairs in strings whose NAME looks like one, are redacted unless the user
-opts out: a public trace in our corpus carries an access token in its metadata.
+distributedInfo, versions, INFO logs, environment dumps...); its secrets are redacted before
+the row is built (see `secrets`).
 """
 
 import json
-import re
 
 import msgspec
-
-SECRET_KEY = re.compile(r"token|secret|passw(or)?d|api[_-]?key|credential|private[_-]?key|"
-                        r"access[_-]?key|auth", re.IGNORECASE)
-_SECRET_ASSIGNMENT = re.compile(
-    r"\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|CREDENTIAL|ACCESS_KEY)"
-    r"[A-Za-z0-9_]*)=([^\s'\",;]+)", re.IGNORECASE)
-REDACTED = "<redacted>"
 
 VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
                 "roctracer_version", "hip_runtime_version")
@@ -26,27 +17,6 @@ def decode_metadata(raw_metadata):
     """Raw top-level values as Python values (integers exact, floats as floats: metadata holds
     versions and settings, no timestamps but baseTimeNanoseconds, an integer)."""
     return {key: msgspec.json.decode(raw) for key, raw in raw_metadata.items()}
-
-
-def redact(value):
-    """Return (redacted copy, number of values redacted)."""
-    if isinstance(value, dict):
-        out, count = {}, 0
-        for key, item in value.items():
-            if SECRET_KEY.search(str(key)) and item not in (None, "", [], {}):
-                out[key] = REDACTED
-                count += 1
-            else:
-                out[key], found = redact(item)
-                count += found
-        return out, count
-    if isinstance(value, list):
-        items = [redact(item) for item in value]
-        return [item for item, _ in items], sum(found for _, found in items)
-    if isinstance(value, str):
-        text, found = _SECRET_ASSIGNMENT.subn(lambda m: f"{m.group(1)}={REDACTED}", value)
-        return text, found
-    return value, 0
 
 
 def _text(value):

@@ -28,6 +28,7 @@ from msgspec import Raw
 from .events import (DuplicateKey, IntegerTimeEvent, check_duplicate_keys, decode_events,
                      field_types, micros_to_ns, struct_from_raw_fields)
 from .schema import TABLES
+from .secrets import redact_fields, redact_json_text
 
 LEGACY_CATEGORIES = {
     "Kernel": "kernel",
@@ -123,21 +124,31 @@ class ChunkResult:
     tables: dict
     events: int
     warnings: Counter = field(default_factory=Counter)
+    secrets: int = 0  # values redacted
 
 
-def normalize_chunk(data, trace_id, first_event=0):
+def normalize_chunk(data, trace_id, first_event=0, redact_secrets=False):
     """Decode a JSON array of events and build one Arrow table per family that has rows;
-    `first_event` is the index of the array's first event in the file."""
+    `first_event` is the index of the array's first event in the file. With `redact_secrets`
+    the secrets in the events' text, and under the keys of fields no table models, are
+    redacted first, so that every column built from them is."""
     collecting = gc.isenabled()
     gc.disable()  # millions of short-lived objects, no cycles: the collector only costs time
     try:
+        secrets = 0
+        if redact_secrets:
+            data, secrets = redact_json_text(data)
         events = decode_events(data)
         try:
             check_duplicate_keys(data, events)
         except DuplicateKey as duplicate:
             raise EventProblem(first_event + duplicate.index,
                                f"duplicate key {duplicate.key!r} in the event") from None
-        return _normalize_events(events, trace_id, first_event)
+        if redact_secrets:
+            secrets += sum(redact_fields(e.unknown_fields) for e in events if e.unknown_fields)
+        result = _normalize_events(events, trace_id, first_event)
+        result.secrets = secrets
+        return result
     finally:
         if collecting:
             gc.enable()

@@ -27,10 +27,11 @@ from tracewh.errors import TraceError, printable
 
 from . import identity, reader
 from .jobs import JobSignature, first_start
-from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_row
+from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
+from .secrets import redact
 from .sources import file_digest, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .workers import worker_pool
@@ -79,16 +80,17 @@ class ChunkSummary:
     warnings: Counter
     kernels: KernelSummary | None = None
     first_ns: int | None = None  # the earliest start of a CPU op, runtime call or kernel
+    secrets: int = 0  # values redacted
 
 
-def process_chunk(path, chunk, part, trace_id, staging, base_guess):
+def process_chunk(path, chunk, part, trace_id, staging, base_guess, redact_secrets):
     """Normalise one chunk and stage its part files; runs in a worker process. Problems are
     raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
     that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
     data = chunk.load(path)
     try:
         result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
-                                 chunk.first_event)
+                                 chunk.first_event, redact_secrets)
     except EventProblem as problem:
         raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
     except msgspec.ValidationError as error:
@@ -114,7 +116,7 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
     rows = {name: table.num_rows for name, table in tables.items()}
     kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
     return ChunkSummary(part, rows, result.events, result.warnings, kernels,
-                        first_start(tables))
+                        first_start(tables), result.secrets)
 
 
 def _index_in_message(error):
@@ -322,12 +324,12 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     hashing.shutdown(wait=False)
     base_guess = guess_base_time(path)
     try:
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=False, on_bytes=on_bytes)
     except UnconfirmedChunk:  # an odd layout or a malformed file: read it the careful way
         for leftover in staging.iterdir():
             leftover.unlink()
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=True, on_bytes=on_bytes)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     for name in list(parts):  # one file per table where the data fits
@@ -346,9 +348,10 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
         for name, table in summaries.items():
             write_part(staging, name, 0, table)
             parts[name] = [0]
-    secrets = 0
+    secrets = staged.secrets
     if not options.keep_secrets:
-        metadata, secrets = redact(metadata)
+        metadata, found = redact(metadata)
+        secrets += found
     distributed = metadata.get("distributedInfo")
     distributed = distributed if isinstance(distributed, dict) else {}
     rank = identity.resolve_rank(options.rank, distributed, path)
@@ -394,9 +397,10 @@ class StagedChunks:
     kernel_summaries: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
     first_ns: int | None = None
+    secrets: int = 0
 
 
-def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts,
+def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cuts,
                   on_bytes=None):
     """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
@@ -405,11 +409,13 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts,
         trace_reader = TraceReader(stream, path,
                                    by_reference=isinstance(stream, io.BufferedReader),
                                    confirm_cuts=confirm_cuts)
-        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool, jobs):
+        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool,
+                                  options):
             for name in summary.rows:
                 staged.parts[name].append(summary.part)
             staged.warnings.update(summary.warnings)
             staged.events += summary.events
+            staged.secrets += summary.secrets
             if summary.first_ns is not None and (staged.first_ns is None
                                                  or summary.first_ns < staged.first_ns):
                 staged.first_ns = summary.first_ns
@@ -421,18 +427,19 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts,
     return staged
 
 
-def _summaries(trace_reader, path, trace_id, staging, base_guess, pool, jobs):
+def _summaries(trace_reader, path, trace_id, staging, base_guess, pool, options):
     """Process the chunks, in worker processes when there is a pool, and yield their summaries
     in file order."""
     pending = deque()
     try:
         for part, chunk in enumerate(trace_reader.chunks()):
-            arguments = (path, chunk, part, trace_id, staging, base_guess)
+            arguments = (path, chunk, part, trace_id, staging, base_guess,
+                         not options.keep_secrets)
             if pool is None:
                 yield process_chunk(*arguments)
                 continue
             pending.append(pool.submit(process_chunk, *arguments))
-            if len(pending) > 2 * jobs:
+            if len(pending) > 2 * options.jobs:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -144,7 +144,7 @@ TABLES = {
                   _c("backend", STR, "distributedInfo.backend (nccl, gloo, ...)"),
                   _c("tags", STR, "JSON object of the run's --tag KEY=VALUE pairs"),
                   _c("warnings", pa.list_(STR), "tolerated oddities, counted"),
-                  _c("secrets_redacted", I32, "metadata values redacted as secrets"),
+                  _c("secrets_redacted", I32, "values redacted as secrets (metadata and events)"),
                   _c("metadata", STR, "JSON object of the other top-level keys (redacted)"),
                   _c("ingested_at", pa.timestamp("us", tz="UTC"), "when the file was committed"),
                   _c("ingest_seq", I64, "commit order in this warehouse, from 1"),

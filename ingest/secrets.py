@@ -20,8 +20,9 @@ and what is derived from them (name ids) sees the redacted text. The text patter
 once, in the syntax common to Python's `re` and RE2 (Arrow's regex engine): without lookaround,
 with ASCII classes. Values stop at a quote or backslash, so a replacement never crosses or
 breaks a JSON string. Keys inside event args are not looked at: that needs a regex pass over
-every byte of every chunk (~10% of the ingest's time), where the text rules need only three
-scans for a character they all require (`=`, `@`, `--`), found in few chunks of real traces.
+every byte of every chunk (0.45 s CPU for the 156 MB of events of a 254 MB trace, ~5% of its
+ingest), where the text rules need only scans for a character each requires (`=`, `@`, `--`:
+0.08 s), which few chunks of real traces hold.
 """
 
 import re

@@ -33,7 +33,7 @@ from .options import phase_option
 @click.option("--strict", is_flag=True,
               help="Stop at the first file that fails: files not committed by then are skipped.")
 @click.option("--keep-secrets", is_flag=True,
-              help="Do not redact metadata values that look like secrets.")
+              help="Do not redact values that look like secrets (in metadata and events).")
 @click.pass_obj
 def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets):
     """Ingest trace files into the warehouse.

@@ -2,6 +2,7 @@
 tracewh.duckdb, read as BI tools and other engines read them."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,26 +116,40 @@ def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two
     engine.dispose()
 
 
+def _answers_as_ours(two_runs, rows_of):
+    """Every mart's view and a few others give our counts, and overlap our rows, when asked
+    through `rows_of(sql)` -> [[text of each value]] (another DuckDB reading the file)."""
+    ours = connect(two_runs)
+    for view in sorted(MARTS) + ["runs", "kernel_classes", "capture_spans"]:
+        [[count]] = rows_of(f"SELECT count(*) FROM {view}")
+        assert int(count) == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
+    query = "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"
+    assert rows_of(query) == [[str(v) for v in row] for row in ours.execute(query).fetchall()]
+
+
 def test_the_duckdb_shell_of_an_older_duckdb_opens_the_file(two_runs):
     """The DuckDB CLI (from PyPI's duckdb-cli, a 1.x DuckDB older than the library's, as BI
     tools bundle their own) reads the file read-only and every view answers as ours."""
     shell = Path(sys.executable).with_name("duckdb")
     if not shell.exists():
         pytest.skip("the duckdb shell is not installed (make test installs duckdb-cli)")
-    ours = connect(two_runs)
-    for view in sorted(MARTS) + ["runs", "kernel_classes", "capture_spans"]:
-        output = subprocess.run(
-            [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
-             f"SELECT count(*), sum(hash(run)) FROM {view}"],
-            capture_output=True, text=True, check=True).stdout
-        count = int(output.split(",")[0])
-        assert count == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
-    overlap = subprocess.run(
-        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
-         "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"],
-        capture_output=True, text=True, check=True).stdout.split()
-    assert overlap == [f"{r},{k},{n}" for r, k, n in ours.execute(
-        "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank").fetchall()]
+    _answers_as_ours(two_runs, lambda sql: [line.split(",") for line in subprocess.run(
+        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c", sql],
+        capture_output=True, text=True, check=True).stdout.split()])
+
+
+def test_duckdb_1_0_the_oldest_the_readme_promises_reads_the_file(two_runs):
+    """DuckDB 1.0.0 (installed by make beside the venv's own DuckDB, in .venv/duckdb-1.0)
+    queries every view: it refused `filename = 'column'` in read_parquet, which 1.1 added."""
+    old = Path(sys.prefix) / "duckdb-1.0"
+    if not old.exists():
+        pytest.skip("DuckDB 1.0.0 is not installed (make test installs it in .venv/duckdb-1.0)")
+    reader = ("import duckdb, json, sys; assert duckdb.__version__ == '1.0.0';"
+              "c = duckdb.connect(sys.argv[1], read_only=True);"
+              "print(json.dumps([[str(v) for v in r] for r in c.sql(sys.argv[2]).fetchall()]))")
+    _answers_as_ours(two_runs, lambda sql: json.loads(subprocess.run(
+        [sys.executable, "-c", reader, str(two_runs / FILE_NAME), sql], check=True,
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(old)}).stdout))
 
 
 def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs):

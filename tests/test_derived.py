@@ -20,24 +20,10 @@ from tracewh.duckdb_file import FILE_NAME
 from tracewh.marts import MARTS, mart_path
 from tracewh.query import connect
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, mart_frame, sorted_frame, view_frame
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
-
-
-def _mart(warehouse, name):
-    """A mart as DeltaTable reads it (its own snapshot, no tracewh code)."""
-    return pl.from_arrow(DeltaTable(str(mart_path(warehouse, name))).to_pyarrow_dataset()
-                         .to_table())
-
-
-def _sorted(frame):
-    return frame.sort(frame.columns, nulls_last=True)
-
-
-def _view(warehouse, name):
-    return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
 
 
 @pytest.fixture
@@ -49,11 +35,11 @@ def two_runs(tracewh, warehouse):
 
 def test_marts_equal_their_views_row_for_row(two_runs):
     for name in MARTS:
-        mart, view = _mart(two_runs, name), _view(two_runs, name)
+        mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
         assert mart.columns == view.columns + EXTRA_COLUMNS, name
         assert len(view) > 0, name
-        assert _sorted(mart.select(view.columns)).equals(_sorted(view)), name
-    overlap = _mart(two_runs, "overlap")
+        assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+    overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
     assert first["start_time"].year == 2023  # the DLRM step was captured on 2023-09-07
@@ -72,17 +58,17 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     changed = {a[kind]["partitionValues"]["run"] for a in actions for kind in ("add", "remove")
                if kind in a}
     assert changed == {"b"}
-    assert _mart(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+    assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
 
 
 def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):
     (two_runs / "_tracewh" / "kernel_rules.toml").write_text(
         '[[class]]\nclass = "communication"\n')  # every GPU activity
     assert "recomputed the marts of 2 runs" in tracewh("refresh").stdout
-    histogram = _mart(two_runs, "kernel_class_histogram")
+    histogram = mart_frame(two_runs, "kernel_class_histogram")
     assert set(histogram["class"]) == {"communication"}
-    assert _sorted(histogram.drop(EXTRA_COLUMNS)).equals(
-        _sorted(_view(two_runs, "kernel_class_histogram")))
+    assert sorted_frame(histogram.drop(EXTRA_COLUMNS)).equals(
+        sorted_frame(view_frame(two_runs, "kernel_class_histogram")))
     assert tracewh("refresh").stdout.startswith("up to date")
 
 
@@ -92,7 +78,7 @@ def test_a_trace_in_relative_time_is_flagged(tracewh, warehouse, tmp_path):
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
          "args": {"stream": 7, "correlation": 1, "device": 0}}]}))
     tracewh("ingest", trace, "--run", "rel", "--phase", "train")
-    (row,) = _mart(warehouse, "overlap").rows(named=True)
+    (row,) = mart_frame(warehouse, "overlap").rows(named=True)
     assert row["start_ns"] == 10000 and row["relative_time"] is True
     assert row["start_time"] is None
 
@@ -214,7 +200,7 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
     monkeypatch.undo()
     assert not (two_runs / "_tracewh" / DONE_FILE).read_text().count('"c"')
     assert "recomputed the marts of 0 runs" in tracewh("refresh").stdout  # marts were done
-    assert "c" in set(_mart(two_runs, "overlap")["run"])
+    assert "c" in set(mart_frame(two_runs, "overlap")["run"])
 
 
 def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, monkeypatch):
@@ -237,9 +223,9 @@ def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
             f"cli(['--warehouse', {str(two_runs)!r}, 'ingest', {str(DLRM[5])!r}, "
             "'--run', 'late', '--phase', 'train'])\n")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
-    assert "late" not in set(_mart(two_runs, "overlap")["run"])
+    assert "late" not in set(mart_frame(two_runs, "overlap")["run"])
     leftover = two_runs / "_tracewh" / f".{FILE_NAME}.999999.tmp.wal"  # of a killed refresh
     leftover.write_text("x")
     assert "recomputed the marts of 1 run " in tracewh("refresh").stdout
-    assert "late" in set(_mart(two_runs, "overlap")["run"])
+    assert "late" in set(mart_frame(two_runs, "overlap")["run"])
     assert not leftover.exists()

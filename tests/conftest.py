@@ -48,6 +48,30 @@ def live_files(warehouse):
             for table, files in catalog.snapshot().files(warehouse).items() for f in files]
 
 
+def mart_frame(warehouse, name):
+    """A mart as DeltaTable reads it (its own snapshot, no tracewh code), as polars."""
+    import polars as pl
+    from deltalake import DeltaTable
+
+    from tracewh.marts import mart_path
+
+    return pl.from_arrow(DeltaTable(str(mart_path(warehouse, name))).to_pyarrow_dataset()
+                         .to_table())
+
+
+def view_frame(warehouse, name):
+    """A library view's rows over the warehouse's snapshot, as polars."""
+    import polars as pl
+
+    from tracewh.query import connect
+
+    return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
+
+
+def sorted_frame(frame):
+    return frame.sort(frame.columns, nulls_last=True)
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     return tmp_path / "wh"

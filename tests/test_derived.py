@@ -2,6 +2,7 @@
 tracewh.duckdb, read as BI tools and other engines read them."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,24 +20,10 @@ from tracewh.duckdb_file import FILE_NAME
 from tracewh.marts import MARTS, mart_path
 from tracewh.query import connect
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, mart_frame, sorted_frame, view_frame
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
-
-
-def _mart(warehouse, name):
-    """A mart as DeltaTable reads it (its own snapshot, no tracewh code)."""
-    return pl.from_arrow(DeltaTable(str(mart_path(warehouse, name))).to_pyarrow_dataset()
-                         .to_table())
-
-
-def _sorted(frame):
-    return frame.sort(frame.columns, nulls_last=True)
-
-
-def _view(warehouse, name):
-    return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
 
 
 @pytest.fixture
@@ -48,11 +35,11 @@ def two_runs(tracewh, warehouse):
 
 def test_marts_equal_their_views_row_for_row(two_runs):
     for name in MARTS:
-        mart, view = _mart(two_runs, name), _view(two_runs, name)
+        mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
         assert mart.columns == view.columns + EXTRA_COLUMNS, name
         assert len(view) > 0, name
-        assert _sorted(mart.select(view.columns)).equals(_sorted(view)), name
-    overlap = _mart(two_runs, "overlap")
+        assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+    overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
     assert first["start_time"].year == 2023  # the DLRM step was captured on 2023-09-07
@@ -71,17 +58,17 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     changed = {a[kind]["partitionValues"]["run"] for a in actions for kind in ("add", "remove")
                if kind in a}
     assert changed == {"b"}
-    assert _mart(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+    assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
 
 
 def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):
     (two_runs / "_tracewh" / "kernel_rules.toml").write_text(
         '[[class]]\nclass = "communication"\n')  # every GPU activity
     assert "recomputed the marts of 2 runs" in tracewh("refresh").stdout
-    histogram = _mart(two_runs, "kernel_class_histogram")
+    histogram = mart_frame(two_runs, "kernel_class_histogram")
     assert set(histogram["class"]) == {"communication"}
-    assert _sorted(histogram.drop(EXTRA_COLUMNS)).equals(
-        _sorted(_view(two_runs, "kernel_class_histogram")))
+    assert sorted_frame(histogram.drop(EXTRA_COLUMNS)).equals(
+        sorted_frame(view_frame(two_runs, "kernel_class_histogram")))
     assert tracewh("refresh").stdout.startswith("up to date")
 
 
@@ -91,7 +78,7 @@ def test_a_trace_in_relative_time_is_flagged(tracewh, warehouse, tmp_path):
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
          "args": {"stream": 7, "correlation": 1, "device": 0}}]}))
     tracewh("ingest", trace, "--run", "rel", "--phase", "train")
-    (row,) = _mart(warehouse, "overlap").rows(named=True)
+    (row,) = mart_frame(warehouse, "overlap").rows(named=True)
     assert row["start_ns"] == 10000 and row["relative_time"] is True
     assert row["start_time"] is None
 
@@ -115,26 +102,40 @@ def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two
     engine.dispose()
 
 
+def _answers_as_ours(two_runs, rows_of):
+    """Every mart's view and a few others give our counts, and overlap our rows, when asked
+    through `rows_of(sql)` -> [[text of each value]] (another DuckDB reading the file)."""
+    ours = connect(two_runs)
+    for view in sorted(MARTS) + ["runs", "kernel_classes", "capture_spans"]:
+        [[count]] = rows_of(f"SELECT count(*) FROM {view}")
+        assert int(count) == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
+    query = "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"
+    assert rows_of(query) == [[str(v) for v in row] for row in ours.execute(query).fetchall()]
+
+
 def test_the_duckdb_shell_of_an_older_duckdb_opens_the_file(two_runs):
     """The DuckDB CLI (from PyPI's duckdb-cli, a 1.x DuckDB older than the library's, as BI
     tools bundle their own) reads the file read-only and every view answers as ours."""
     shell = Path(sys.executable).with_name("duckdb")
     if not shell.exists():
         pytest.skip("the duckdb shell is not installed (make test installs duckdb-cli)")
-    ours = connect(two_runs)
-    for view in sorted(MARTS) + ["runs", "kernel_classes", "capture_spans"]:
-        output = subprocess.run(
-            [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
-             f"SELECT count(*), sum(hash(run)) FROM {view}"],
-            capture_output=True, text=True, check=True).stdout
-        count = int(output.split(",")[0])
-        assert count == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
-    overlap = subprocess.run(
-        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c",
-         "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"],
-        capture_output=True, text=True, check=True).stdout.split()
-    assert overlap == [f"{r},{k},{n}" for r, k, n in ours.execute(
-        "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank").fetchall()]
+    _answers_as_ours(two_runs, lambda sql: [line.split(",") for line in subprocess.run(
+        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c", sql],
+        capture_output=True, text=True, check=True).stdout.split()])
+
+
+def test_duckdb_1_0_the_oldest_the_readme_promises_reads_the_file(two_runs):
+    """DuckDB 1.0.0 (installed by make beside the venv's own DuckDB, in .venv/duckdb-1.0)
+    queries every view: it refused `filename = 'column'` in read_parquet, which 1.1 added."""
+    old = Path(sys.prefix) / "duckdb-1.0"
+    if not old.exists():
+        pytest.skip("DuckDB 1.0.0 is not installed (make test installs it in .venv/duckdb-1.0)")
+    reader = ("import duckdb, json, sys; assert duckdb.__version__ == '1.0.0';"
+              "c = duckdb.connect(sys.argv[1], read_only=True);"
+              "print(json.dumps([[str(v) for v in r] for r in c.sql(sys.argv[2]).fetchall()]))")
+    _answers_as_ours(two_runs, lambda sql: json.loads(subprocess.run(
+        [sys.executable, "-c", reader, str(two_runs / FILE_NAME), sql], check=True,
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(old)}).stdout))
 
 
 def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs):
@@ -199,7 +200,7 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
     monkeypatch.undo()
     assert not (two_runs / "_tracewh" / DONE_FILE).read_text().count('"c"')
     assert "recomputed the marts of 0 runs" in tracewh("refresh").stdout  # marts were done
-    assert "c" in set(_mart(two_runs, "overlap")["run"])
+    assert "c" in set(mart_frame(two_runs, "overlap")["run"])
 
 
 def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, monkeypatch):
@@ -222,9 +223,9 @@ def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
             f"cli(['--warehouse', {str(two_runs)!r}, 'ingest', {str(DLRM[5])!r}, "
             "'--run', 'late', '--phase', 'train'])\n")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 9
-    assert "late" not in set(_mart(two_runs, "overlap")["run"])
+    assert "late" not in set(mart_frame(two_runs, "overlap")["run"])
     leftover = two_runs / "_tracewh" / f".{FILE_NAME}.999999.tmp.wal"  # of a killed refresh
     leftover.write_text("x")
     assert "recomputed the marts of 1 run " in tracewh("refresh").stdout
-    assert "late" in set(_mart(two_runs, "overlap")["run"])
+    assert "late" in set(mart_frame(two_runs, "overlap")["run"])
     assert not leftover.exists()

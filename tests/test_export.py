@@ -113,3 +113,27 @@ def test_views_that_name_a_window_print_the_command_that_exports_it(view, window
     events = json.loads(gzip.decompress(written.read_bytes()))["traceEvents"]
     starts = [round(e["ts"] * 1000) for e in events if e["ph"] == "X"]
     assert starts and max(starts) < row["end_ns"]
+
+
+def test_an_exported_annotation_window_reproduces_its_view_row(tracewh, sql, tmp_path,
+                                                              monkeypatch):
+    """A window holds what its row counted: kernels by launch (DeepSeek's attn(F) #2 counted
+    4,258,000 ns of computation, of which its export by time kept 3,126,000), their launches
+    and flows; ingested again, the window's row is the same."""
+    tracewh("ingest", require(SHARED / "deepseek-profile-data" / "train.json"), "--run", "ds",
+            "--phase", "train", "--rank", "0")
+    figures = "annotation, dur_ns, comm_ns, compute_ns, overlap_ns"
+    rows = sql(f"SELECT {figures}, export_command FROM overlap_by_annotation WHERE "
+               "annotation IN ('attn(F)', 'dispatch(F)', 'mlp(B)') ORDER BY annotation, start_ns")
+    chosen = [r for r in rows if r["annotation"] == "attn(F)"][1:2] + [
+        r for r in rows if r["annotation"] != "attn(F)"][:1]
+    assert chosen[0]["compute_ns"] == 4_258_000 and len(chosen) == 2
+    monkeypatch.chdir(tmp_path)
+    for number, row in enumerate(chosen):
+        command = shlex.split(row.pop("export_command"))
+        tracewh(*command[1:])
+        tracewh("ingest", command[-1], "--run", f"again{number}", "--phase", "train",
+                "--rank", "0")
+        again = sql(f"SELECT {figures} FROM overlap_by_annotation WHERE run = 'again{number}' "
+                    f"AND annotation = '{row['annotation']}' AND dur_ns = {row['dur_ns']}")
+        assert again == [row]

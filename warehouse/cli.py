@@ -28,6 +28,7 @@ COMMANDS = {
     "vacuum": "maintenance",
     "optimize": "maintenance",
     "refresh": "maintenance",
+    "delete": "maintenance",
     "snapshot": "snapshot",
 }
 
@@ -80,6 +81,7 @@ def cli(ctx, warehouse_dir):
       tracewh report run42 --base run41 --out report.html
       tracewh export run42 --rank 0 --step ProfilerStep#12 --out step.json   # for Perfetto
       tracewh optimize && tracewh vacuum   # merge small files, delete retired ones
+      tracewh delete run41                 # remove a run (its files go at vacuum)
     """
     ctx.obj = Catalog(warehouse_dir or default_location())
 

@@ -15,6 +15,9 @@ from .query import library_fingerprint
 from .rules import effective_rules
 
 DONE_FILE = "derived.json"  # in _tracewh/: the snapshot and fingerprint last derived from
+# In _tracewh/: runs whose mart rows must be computed again though no trace of theirs is newer
+# than the marts (a phase deleted); written before the commits, removed once derived.
+RECOMPUTE_FILE = "recompute.json"
 
 
 @dataclass
@@ -35,11 +38,14 @@ def refresh_derived(catalog):
         rules = effective_rules(catalog.root)
         done = {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
         done_file = catalog.state / DONE_FILE
-        if (catalog.root / FILE_NAME).exists() and _read_json(done_file) == done:
+        recompute_file = catalog.state / RECOMPUTE_FILE
+        recompute = set(_read_json(recompute_file) or [])
+        if (catalog.root / FILE_NAME).exists() and _read_json(done_file) == done \
+                and not recompute:
             return DerivedRefresh(up_to_date=True)
         try:
             started = time.perf_counter()
-            marts = refresh_marts(catalog, snapshot, rules)
+            marts = refresh_marts(catalog, snapshot, rules, recompute)
             between = time.perf_counter()
             write_duckdb_file(catalog, snapshot, rules)
         except (OSError, duckdb.Error) as error:
@@ -51,7 +57,16 @@ def refresh_derived(catalog):
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
         done_file.write_text(json.dumps(done))
+        recompute_file.unlink(missing_ok=True)
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
+
+
+def mark_for_recompute(catalog, run):
+    """Have the next refresh compute the marts' rows of `run` again, whatever its traces'
+    sequence numbers say (under the writers' lock)."""
+    with catalog.locked():
+        path = catalog.state / RECOMPUTE_FILE
+        path.write_text(json.dumps(sorted(set(_read_json(path) or []) | {run})))
 
 
 def _read_json(path):

@@ -175,8 +175,11 @@ def _spark_script(snapshot, root, rules):
 
 
 def _spark_table(table, root, paths):
-    """A temporary view of the table over its live files: a glob of their names (Hadoop globs
-    take {a,b,...}), with the Hive partitions typed by the schema."""
+    """A temporary view of the table over its live files: the table's directory, its files
+    kept by name (`pathGlobFilter` takes {a,b,...}; names are unique: each holds its trace's
+    id), with the Hive partitions typed by the schema. The path is the directory itself, not a
+    glob: Spark looks for a streaming sink's metadata in a single path and logs a stack trace
+    for every path that is not a real file or directory."""
     if not paths:
         return [f"CREATE OR REPLACE TEMPORARY VIEW {table.name} AS "
                 + sqlglot.transpile(empty_select(table), read="duckdb", write="spark")[0]]
@@ -187,8 +190,8 @@ def _spark_table(table, root, paths):
     listed = ", ".join(_spark_name(name) for name, _ in columns)
     files = f"tracewh_files_{table.name}"
     return [f"CREATE OR REPLACE TEMPORARY VIEW {files} ({schema}) USING parquet OPTIONS ("
-            f"path {_spark_string(directory + '/*/*/*/{' + ','.join(names) + '}')}, "
-            f"basePath {_spark_string(directory)})",
+            f"path {_spark_string(directory)}, "
+            f"pathGlobFilter {_spark_string('{' + ','.join(names) + '}')})",
             f"CREATE OR REPLACE TEMPORARY VIEW {table.name} AS SELECT {listed} FROM {files}"]
 
 

@@ -129,8 +129,11 @@ def _connect(path):
 
 
 def _snapshot_scan(table):
-    """The table's rows from the files matching `files` that the snapshot lists."""
-    return (f"{scan_select(table, 'files', options=', filename = tracewh_file')} "
-            f"WHERE tracewh_file IN (SELECT path FROM {FILES_TABLE} "
+    """The table's rows from the files matching `files` that the snapshot lists. The file's
+    path is read_parquet's `filename = true` column: DuckDB 1.0 takes only a boolean there
+    (naming the column, `filename = 'x'`, came in 1.1), and no table has a column of that
+    name."""
+    return (f"{scan_select(table, 'files', options=', filename = true')} "
+            f"WHERE filename IN (SELECT path FROM {FILES_TABLE} "
             f"WHERE table_name = {sql_string(table.name)})")
 

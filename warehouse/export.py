@@ -9,8 +9,10 @@ the keys kept in `extra`. Events come out in their original order (event_index) 
 trace's top-level metadata, so ingesting an exported whole capture gives the same rows in
 every table.
 
-A window keeps the metadata events (process and thread names), the events that overlap it and
-the flows whose ends all fall inside it.
+A window keeps the metadata events (process and thread names), the events that overlap it, the
+GPU activity launched in it (which the views count in it, though it may run after its end) with
+the launch calls of every kernel it keeps, and the flows whose ends all fall inside it or on
+those kernels and launches.
 """
 
 import gzip
@@ -183,10 +185,15 @@ def _select(table, own, window):
     if window.start_ns is None or table == "metadata":
         return sql, capture
     bounded = {**capture, "start": window.start_ns, "end": window.end_ns}
-    if table == "flows":  # a flow whose every end falls inside
-        return (f"{sql} AND (category, id) IN (SELECT category, id FROM flows "
-                f"WHERE {_SCOPE} GROUP BY category, id "
-                "HAVING min(ts_ns) >= $start AND max(ts_ns) < $end)"), bounded
+    if table in _LINKED:
+        return f"{sql} AND {_LINKED[table]}", bounded
+    if table == "flows":  # a flow whose every end falls inside or on an exported launch link
+        return (f"{sql} AND (category, id) IN (SELECT f.category, f.id FROM "
+                f"(SELECT * FROM flows WHERE {_SCOPE}) AS f LEFT JOIN ({_LINK_ENDS}) AS e "
+                "ON e.ts_ns = f.ts_ns AND e.pid = f.pid AND e.tid = f.tid "
+                "GROUP BY f.category, f.id "
+                "HAVING bool_and(f.ts_ns >= $start AND f.ts_ns < $end OR e.ts_ns IS NOT NULL))"
+                ), bounded
     return f"{sql} AND {_overlaps('dur_ns' in own)}", bounded
 
 
@@ -195,6 +202,25 @@ def _overlaps(has_dur):
     before its end and ends (or, without a duration, starts) at or after its start."""
     end = "coalesce(ts_ns + dur_ns, ts_ns)" if has_dur else "ts_ns"
     return f"ts_ns < $end AND {end} >= $start"
+
+
+# A window holds what the views count in it: GPU activity counts where its launch falls (see
+# overlap_intervals), so the window's kernels are those that overlap it and those launched in
+# it (running after its end), and its runtime calls those that overlap it and the launches of
+# its kernels (so that a kernel running in the window but launched before keeps its launch,
+# and counts before the window again when the file is ingested).
+_LAUNCHED_IN_WINDOW = (f"SELECT correlation FROM runtime WHERE {_SCOPE} AND correlation <> 0 "
+                       "GROUP BY correlation HAVING min(ts_ns) >= $start AND min(ts_ns) < $end")
+_WINDOW_KERNELS = (f"({_overlaps(has_dur=True)} OR correlation IN ({_LAUNCHED_IN_WINDOW}))")
+_LINKED = {
+    "kernels": _WINDOW_KERNELS,
+    "runtime": (f"({_overlaps(has_dur=True)} OR correlation IN (SELECT correlation FROM "
+                f"kernels WHERE {_SCOPE} AND correlation <> 0 AND {_WINDOW_KERNELS}))"),
+}
+# Where the launch links of the window's kernels end: the kernels' and their launches' starts.
+_LINK_ENDS = (f"SELECT ts_ns, pid, tid FROM kernels WHERE {_SCOPE} AND {_WINDOW_KERNELS} "
+              f"UNION ALL SELECT ts_ns, pid, tid FROM runtime WHERE {_SCOPE} AND "
+              f"{_LINKED['runtime']}")
 
 
 def _event(record, implied_ph, base):

@@ -1,6 +1,7 @@
-"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files).
+"""Keeping a warehouse small: vacuum (delete retired files), optimize (merge small files) and
+delete (remove a run).
 
-Both run under the writers' lock and leave every row as it was. A commit retires files (a
+All run under the writers' lock; vacuum and optimize leave every row as it was. A commit retires files (a
 --replace, an optimize, a rolled-back commit) without deleting them, because snapshots taken
 before it still read them; `vacuum` deletes those retired longer ago than the retention, and
 files no commit ever named (left by a killed ingest). `optimize` merges the files of each
@@ -19,7 +20,7 @@ from tracewh.ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistic
 from . import delta
 from .catalog import TRACES
 from .delta import DataFile
-from .derived import refresh_derived
+from .derived import mark_for_recompute, refresh_derived
 from .errors import UsageError
 from .marts import mart_paths
 from .scope import check_runs
@@ -39,6 +40,42 @@ class OptimizeResult:
     files_removed: int
     files_added: int
     tables: int
+
+
+@dataclass
+class DeleteResult:
+    traces: int  # the captures removed
+    files: int  # data files removed from the tables (deleted from disk by vacuum)
+    tables: int  # tables committed
+
+
+def delete(catalog, run, phase=None):
+    """Remove a run, or one phase of it, from every table: one commit per table of Delta
+    remove actions, then a pointer; the marts drop it at the refresh that follows. The files
+    stay on disk, for readers of older snapshots, until `vacuum`."""
+    runs = {info.run: info for info in catalog.runs()}
+    check_runs(list(runs), run)
+    if phase is not None and phase not in runs[run].phases:
+        raise UsageError(f"run {run!r} has no phase {phase!r} (its phases: "
+                         f"{', '.join(sorted(runs[run].phases))})")
+    files = tables = 0
+    mark_for_recompute(catalog, run)  # before the commits: a kill between them is caught up
+    with catalog.locked(), catalog.committing():
+        snapshot = catalog.snapshot()
+        versions = dict(snapshot.versions)
+        traces = len(catalog.stored_traces(run, phase, snapshot))
+        for name in [name for name in TABLES if name != TRACES] + [TRACES]:
+            doomed = [f for f in catalog.live_files(name, versions[name], [run])
+                      if phase is None or f.phase == phase]
+            info = (catalog.pointer(versions, snapshot.seq + 1, snapshot.class_rules)
+                    if name == TRACES else None)
+            if doomed or info:
+                versions[name] = delta.commit(catalog.table_path(name), versions[name] + 1,
+                                              [delta.remove_action(f) for f in doomed],
+                                              "DELETE", info)
+                files, tables = files + len(doomed), tables + 1
+    refresh_derived(catalog)
+    return DeleteResult(traces, files, tables)
 
 
 def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):

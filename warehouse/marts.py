@@ -65,13 +65,17 @@ def mart_paths(root):
     return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
 
 
-def refresh_marts(catalog, snapshot, rules):
+def refresh_marts(catalog, snapshot, rules, recompute=()):
     """Bring every mart to `snapshot` under the kernel `rules` (under the writers' lock,
-    which the caller holds)."""
+    which the caller holds); the runs in `recompute` are computed again in any case (or
+    dropped, when gone)."""
     newest = _newest_seq_of_runs(catalog, snapshot)
     fingerprint = f"{FORMAT}-{library_fingerprint(rules)}"
     plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
              for name in MARTS}
+    for plan in plans.values():
+        plan.recompute |= set(recompute) & set(newest)
+        plan.drop |= set(recompute) - set(newest)
     runs = set().union(*(plan.recompute for plan in plans.values()))
     if not any(plan.needed for plan in plans.values()):
         return MartsRefresh([], 0)

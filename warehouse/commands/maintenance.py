@@ -1,5 +1,7 @@
-"""`tracewh vacuum`, `optimize` and `refresh`: deleting retired files, merging small ones,
-deriving the marts and the DuckDB file again."""
+"""`tracewh vacuum`, `optimize`, `refresh` and `delete`: deleting retired files, merging small
+ones, deriving the marts and the DuckDB file again, removing a run."""
+
+import sys
 
 import click
 
@@ -7,6 +9,7 @@ from .. import maintenance
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
 from ..names import check_name
+from .options import phase_option
 
 
 @click.command()
@@ -62,3 +65,37 @@ def refresh(catalog):
     runs = len(result.runs)
     click.echo(f"recomputed the marts of {runs:,} run{'' if runs == 1 else 's'} in "
                f"{result.marts_seconds:.2f} s; wrote {FILE_NAME} in {result.file_seconds:.2f} s")
+
+
+@click.command()
+@click.argument("run")
+@phase_option("Delete this phase of the run only [default: every phase].")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
+@click.pass_obj
+def delete(catalog, run, phase, yes):
+    """Remove a run (or one phase of it) from every table and mart.
+
+    One commit per table removes its files from the snapshot: queries, marts and
+    tracewh.duckdb no longer see the run. The files stay on disk for readers of older
+    snapshots until `tracewh vacuum`. On a terminal it asks first, unless --yes; in a script
+    (no terminal) it does not ask.
+
+    \b
+    Examples:
+      tracewh delete mixed-up-run
+      tracewh delete nightly-2026-11-29 --phase eval --yes
+    """
+    catalog.check_readable()
+    run = check_name("run", run)
+    what = f"run {run}" + (f", phase {phase}" if phase else "")
+    if not yes and on_terminal():
+        click.confirm(f"delete {what} from {catalog.root}?", abort=True, err=True)
+    result = maintenance.delete(catalog, run, phase)
+    click.echo(f"deleted {what}: {result.traces:,} capture{'' if result.traces == 1 else 's'}, "
+               f"{result.files:,} files removed from {result.tables} tables (on disk until "
+               "`tracewh vacuum`)")
+
+
+def on_terminal():
+    """Whether a person may be there to answer (stdin is a terminal)."""
+    return sys.stdin.isatty()

@@ -31,7 +31,7 @@ from .metadata import base_time_ns, decode_metadata, device_rows, redact, trace_
 from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
-from .sources import file_digest, open_trace, stored_position
+from .sources import file_digest, json_size_limit, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .workers import worker_pool
 from .writer import (guess_base_time, merge_small_parts, rebase_part, shift_times,
@@ -52,6 +52,8 @@ class IngestOptions:
     strict: bool = False
     jobs: int = 1
     embedded: bool = False  # in a process tracewh does not own: see workers.worker_pool
+    max_event_size: int = reader.MAX_EVENT_SIZE  # the largest event or top-level value
+    max_json_size: int | None = None  # the most JSON per file; None: see json_size_limit
 
 
 @dataclass
@@ -107,6 +109,11 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess):
         raise
     except pa.ArrowInvalid as error:
         raise TraceError(path, f"invalid text in event args ({error})") from None
+    except RecursionError:
+        raise reader.nesting_error(path, data, chunk.offset) from None
+    except MemoryError:
+        raise TraceError(path, f"out of memory decoding the {chunk.length:,} bytes of events "
+                               f"at byte {chunk.offset}") from None
     check_unconfirmed(chunk, result.events)
     tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
     for name, table in tables.items():
@@ -296,6 +303,10 @@ def _stage_file(catalog, path, options, pool=None, on_bytes=None):
         outcome = IngestOutcome(printable(path), "failed", error=str(error))
     except OSError as error:  # the warehouse side: disk full, no permission
         outcome = _warehouse_failure(printable(path), catalog, error)
+    except (RecursionError, MemoryError) as error:  # where no byte offset is known (metadata)
+        problem = "out of memory" if isinstance(error, MemoryError) else "nesting too deep"
+        outcome = IngestOutcome(printable(path), "failed",
+                                error=f"{printable(path)}: {problem} to ingest it")
     except BaseException:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -322,12 +333,12 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     hashing.shutdown(wait=False)
     base_guess = guess_base_time(path)
     try:
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=False, on_bytes=on_bytes)
     except UnconfirmedChunk:  # an odd layout or a malformed file: read it the careful way
         for leftover in staging.iterdir():
             leftover.unlink()
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options.jobs,
+        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=True, on_bytes=on_bytes)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     for name in list(parts):  # one file per table where the data fits
@@ -396,16 +407,19 @@ class StagedChunks:
     first_ns: int | None = None
 
 
-def _stage_chunks(path, trace_id, staging, base_guess, pool, jobs, confirm_cuts,
+def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cuts,
                   on_bytes=None):
     """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
     staged = StagedChunks()
     with open_trace(path) as stream:
-        trace_reader = TraceReader(stream, path,
-                                   by_reference=isinstance(stream, io.BufferedReader),
-                                   confirm_cuts=confirm_cuts)
-        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool, jobs):
+        plain = isinstance(stream, io.BufferedReader)
+        trace_reader = TraceReader(
+            stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
+            max_event_size=options.max_event_size,
+            max_json_size=json_size_limit(path, not plain, options.max_json_size))
+        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool,
+                                  options.jobs):
             for name in summary.rows:
                 staged.parts[name].append(summary.part)
             staged.warnings.update(summary.warnings)

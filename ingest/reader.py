@@ -123,8 +123,9 @@ def format_size(size):
 
 def nesting_error(path, data, offset):
     """The TraceError for a RecursionError while decoding `data` (file offset `offset`): the
-    byte where its nesting passes MAX_NESTING levels, counted from data's start, strings
-    skipped. Scanned only once decoding failed, so reading costs nothing."""
+    byte where its nesting passes MAX_NESTING levels, counted from data's start (brackets that
+    close values begun before it are passed over), strings skipped. Scanned only once decoding
+    failed, so reading costs nothing."""
     depth = deepest = where = 0
     for match in _NESTING_TOKEN.finditer(data):
         byte = data[match.start()]
@@ -136,7 +137,7 @@ def nesting_error(path, data, offset):
             if depth > deepest:
                 deepest, where = depth, match.start()
         elif byte in b"]}":
-            depth -= 1
+            depth = max(depth - 1, 0)
     return TraceError(path, f"nesting too deep to decode: {deepest} levels at byte "
                             f"{offset + where}, with the stack already in use")
 

@@ -345,7 +345,8 @@ class TraceReader:
         while self._read_block():
             content = self._skip_whitespace(0)
             if content < len(self._buf):
-                self._fail("malformed JSON: trailing characters", self._buf_offset + content)
+                self._fail_after_cuts("malformed JSON: trailing characters",
+                                      self._buf_offset + content)
             self._drop(len(self._buf))
 
     # -- the document's head: where the events start --------------------------------------

@@ -150,25 +150,20 @@ def test_a_value_of_gbs_is_refused_where_it_starts(tracewh, tmp_path, warehouse)
 
 
 def test_the_event_size_limit_can_be_raised(tracewh, tmp_path):
-    path = tmp_path / "long.json"  # a 6 MB name: past the reader's first 4 MB block
-    path.write_bytes(HEAD + events(0, 3) + b', {"ph": "i", "ts": 5, "name": "' + b"n" * (6 * MB)
+    long = tmp_path / "long.json"  # a 6 MB name: past the reader's first 4 MB block
+    long.write_bytes(HEAD + events(0, 3) + b', {"ph": "i", "ts": 5, "name": "' + b"n" * (6 * MB)
                      + b'"}' + TAIL)
-    result, stored = ingested(tracewh, path, options=("--max-event-size", "2MB"))
+    head = tmp_path / "head.json"
+    head.write_bytes(b'{"a": "' + b"x" * (6 * MB) + b'", "traceEvents": []}')
+    result, stored = ingested(tracewh, long, head, options=("--max-event-size", "2MB"))
     assert error_lines(result) == [
-        f"error: {path}: an event or value larger than 2 MB, the limit (--max-event-size "
-        f"raises it), starting at byte {len(HEAD + events(0, 3)) + 2}"]
-    assert path.name not in stored
-    result, stored = ingested(tracewh, path, expect=0, options=("--max-event-size", "8MB"))
-    assert stored[path.name] == 4
-
-
-def test_header_without_trace_events_within_the_limit(tracewh, tmp_path):
-    path = tmp_path / "head.json"
-    path.write_bytes(b'{"a": "' + b"x" * (6 * MB) + b'", "traceEvents": []}')
-    result, stored = ingested(tracewh, path, options=("--max-event-size", "1MB"))
-    assert error_lines(result) == [
-        f"error: {path}: no traceEvents in the first 1 MB of the object, the limit for one "
+        f"error: {long}: an event or value larger than 2 MB, the limit (--max-event-size "
+        f"raises it), starting at byte {len(HEAD + events(0, 3)) + 2}",
+        f"error: {head}: no traceEvents in the first 2 MB of the object, the limit for one "
         "value (--max-event-size raises it) at byte 0"]
+    assert stored == {GOOD.name: GOOD_EVENTS}
+    result, stored = ingested(tracewh, long, expect=0, options=("--max-event-size", "8MB"))
+    assert stored[long.name] == 4
 
 
 # -- the decompressed size ------------------------------------------------------------------

@@ -137,16 +137,12 @@ def test_a_value_of_gbs_is_refused_where_it_starts(tracewh, tmp_path, warehouse)
     head = HEAD + events(0, 10) + b', {"ph": "i", "ts": 5, "name": "'
     bomb = write_gzip(tmp_path / "string.json.gz", head, (b"a" * (16 * MB), 192),
                       b'"}, ' + events(10, 10) + TAIL)  # a 3 GB name in 3 MB
-    spaced = write_gzip(tmp_path / "spaced.json.gz", HEAD + events(0, 3) + b', {"ph":',
-                        (SPACES, 8), b'"i", "ts": 1}' + TAIL)  # whitespace inside an event
-    result, stored = ingested(tracewh, bomb, spaced)
+    result, stored = ingested(tracewh, bomb)
     assert error_lines(result) == [
         f"error: {bomb}: an event or value larger than 64 MB, the limit (--max-event-size "
-        f"raises it), starting at byte {start}",
-        f"error: {spaced}: an event or value larger than 64 MB, the limit (--max-event-size "
-        f"raises it), starting at byte {len(HEAD + events(0, 3)) + 2}"]
+        f"raises it), starting at byte {start}"]
     assert stored == {GOOD.name: GOOD_EVENTS}
-    assert len(live_files(warehouse)) > 0 and "2 files failed" in result.output
+    assert len(live_files(warehouse)) > 0 and "1 file failed" in result.output
 
 
 def test_the_event_size_limit_can_be_raised(tracewh, tmp_path):
@@ -155,12 +151,17 @@ def test_the_event_size_limit_can_be_raised(tracewh, tmp_path):
                      + b'"}' + TAIL)
     head = tmp_path / "head.json"
     head.write_bytes(b'{"a": "' + b"x" * (6 * MB) + b'", "traceEvents": []}')
-    result, stored = ingested(tracewh, long, head, options=("--max-event-size", "2MB"))
+    spaced = write_gzip(tmp_path / "spaced.json.gz", HEAD + events(0, 3) + b', {"ph":',
+                        (SPACES[:MB], 8), b'"i", "ts": 1}' + TAIL)  # whitespace in an event
+    result, stored = ingested(tracewh, long, head, spaced, options=("--max-event-size", "2MB"))
+    event_start = len(HEAD + events(0, 3)) + 2
     assert error_lines(result) == [
         f"error: {long}: an event or value larger than 2 MB, the limit (--max-event-size "
-        f"raises it), starting at byte {len(HEAD + events(0, 3)) + 2}",
+        f"raises it), starting at byte {event_start}",
         f"error: {head}: no traceEvents in the first 2 MB of the object, the limit for one "
-        "value (--max-event-size raises it) at byte 0"]
+        "value (--max-event-size raises it) at byte 0",
+        f"error: {spaced}: an event or value larger than 2 MB, the limit (--max-event-size "
+        f"raises it), starting at byte {event_start}"]
     assert stored == {GOOD.name: GOOD_EVENTS}
     result, stored = ingested(tracewh, long, expect=0, options=("--max-event-size", "8MB"))
     assert stored[long.name] == 4

@@ -32,7 +32,7 @@ from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
-from .sources import file_digest, open_trace, stored_position
+from .sources import file_digest, json_size_limit, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
 from .workers import worker_pool
 from .writer import (guess_base_time, merge_small_parts, rebase_part, shift_times,
@@ -53,6 +53,8 @@ class IngestOptions:
     strict: bool = False
     jobs: int = 1
     embedded: bool = False  # in a process tracewh does not own: see workers.worker_pool
+    max_event_size: int = reader.MAX_EVENT_SIZE  # the largest event or top-level value
+    max_json_size: int | None = None  # the most JSON per file; None: see json_size_limit
 
 
 @dataclass
@@ -109,6 +111,11 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess, redact_secre
         raise
     except pa.ArrowInvalid as error:
         raise TraceError(path, f"invalid text in event args ({error})") from None
+    except RecursionError:
+        raise reader.nesting_error(path, data, chunk.offset) from None
+    except MemoryError:
+        raise TraceError(path, f"out of memory decoding the {chunk.length:,} bytes of events "
+                               f"at byte {chunk.offset}") from None
     check_unconfirmed(chunk, result.events)
     tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
     for name, table in tables.items():
@@ -298,6 +305,10 @@ def _stage_file(catalog, path, options, pool=None, on_bytes=None):
         outcome = IngestOutcome(printable(path), "failed", error=str(error))
     except OSError as error:  # the warehouse side: disk full, no permission
         outcome = _warehouse_failure(printable(path), catalog, error)
+    except (RecursionError, MemoryError) as error:  # where no byte offset is known (metadata)
+        problem = "out of memory" if isinstance(error, MemoryError) else "nesting too deep"
+        outcome = IngestOutcome(printable(path), "failed",
+                                error=f"{printable(path)}: {problem} to ingest it")
     except BaseException:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -406,9 +417,11 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cu
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
     staged = StagedChunks()
     with open_trace(path) as stream:
-        trace_reader = TraceReader(stream, path,
-                                   by_reference=isinstance(stream, io.BufferedReader),
-                                   confirm_cuts=confirm_cuts)
+        plain = isinstance(stream, io.BufferedReader)
+        trace_reader = TraceReader(
+            stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
+            max_event_size=options.max_event_size,
+            max_json_size=json_size_limit(path, not plain, options.max_json_size))
         for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool,
                                   options):
             for name in summary.rows:

@@ -18,6 +18,14 @@ UnconfirmedChunk, and the caller reads the file again with confirmed cuts, which
 malformed file its exact error.
 
 Errors name the byte offset (in the decompressed JSON) where msgspec found the problem.
+
+Hostile input is bounded. Whitespace before the first event, between events and after the
+document streams through (dropped as it is read, never buffered: a gzip of a few MB can hold
+GBs of it). Anything else must end within `max_event_size` bytes: an event or top-level value
+larger than that (a 3 GB string, whitespace inside an event) is refused where it starts, as is
+a file whose JSON text passes `max_json_size` (a decompression bomb), and nesting too deep for
+the decoders (msgspec and json recurse in C and Python) is named with the byte where it passes
+MAX_NESTING levels.
 """
 
 import json
@@ -31,6 +39,16 @@ from msgspec import Raw
 from tracewh.errors import TraceError
 
 BLOCK_SIZE = 16 << 20
+# The largest event or top-level value read by default: real events are at most a few KB (the
+# largest in ../shared is 7 KB: a kernel's args), so this only stops a value that would take GBs.
+MAX_EVENT_SIZE = 64 << 20
+# Nesting that every decoder reads within Python's default recursion limit (1,000 frames, which
+# msgspec and json share with the caller's stack); deeper JSON may fail, and is then reported
+# with the byte where it passes this many levels.
+MAX_NESTING = 500
+# A run of whitespace at least this long at the end of the buffer is looked at: dropped if it is
+# between events or after the document, else counted in the value it is part of.
+WHITESPACE_RUN = 1 << 20
 # The first blocks are smaller and double up to BLOCK_SIZE, so that the first chunks reach the
 # workers (and the pipeline fills) at once rather than after a whole block is read and checked.
 FIRST_BLOCK_SIZE = 4 << 20
@@ -40,6 +58,8 @@ _ARRAY_PREFIX = b"["
 _BYTE_IN_MESSAGE = re.compile(r"\(byte (\d+)\)")
 _MAX_CUT_ATTEMPTS = 32
 _PHASE_KEY = b'"ph"'
+# A JSON string (escapes included) or a bracket: what nesting is counted from.
+_NESTING_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
 class UnconfirmedChunk(Exception):
@@ -93,11 +113,68 @@ def describe_decode_error(error):
     return text.replace("JSON is malformed: ", "malformed JSON: ")
 
 
+def format_size(size):
+    """A byte count as a user writes it for a size option (MB and GB of 2**20 and 2**30)."""
+    for unit, shift in (("TB", 40), ("GB", 30), ("MB", 20), ("KB", 10)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):,.3g} {unit}"
+    return f"{size} bytes"
+
+
+def nesting_error(path, data, offset):
+    """The TraceError for a RecursionError while decoding `data` (file offset `offset`): the
+    byte where its nesting passes MAX_NESTING levels, counted from data's start (brackets that
+    close values begun before it are passed over), strings skipped. Scanned only once decoding
+    failed, so reading costs nothing."""
+    depth = deepest = where = 0
+    for match in _NESTING_TOKEN.finditer(data):
+        byte = data[match.start()]
+        if byte in b"[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return TraceError(path, f"nesting deeper than {MAX_NESTING} levels at byte "
+                                        f"{offset + match.start()}")
+            if depth > deepest:
+                deepest, where = depth, match.start()
+        elif byte in b"]}":
+            depth = max(depth - 1, 0)
+    return TraceError(path, f"nesting too deep to decode: {deepest} levels at byte "
+                            f"{offset + where}, with the stack already in use")
+
+
+def _content_before(buf, low, high):
+    """The index after the last byte of buf[low:high] that is not whitespace (`low` if none),
+    at C speed however long the whitespace: windows growing 16-fold, whitespace deleted."""
+    size = 64
+    while high > low:
+        begin = max(low, high - size)
+        content = buf[begin:high].translate(None, _WHITESPACE)
+        if content:
+            return buf.rfind(content[-1:], begin, high) + 1
+        high, size = begin, size * 16
+    return low
+
+
+def _content_after(buf, low):
+    """The index of the first byte from `low` on that is not whitespace (len(buf) if none),
+    as _content_before."""
+    size = 64
+    while low < len(buf):
+        window = buf[low : low + size]
+        content = window.translate(None, _WHITESPACE)
+        if content:
+            return buf.find(content[:1], low)
+        low, size = low + len(window), size * 16
+    return len(buf)
+
+
 class TraceReader:
     """Iterate over `chunks()`; afterwards `metadata` holds every top-level key but
-    `traceEvents`, as raw JSON values."""
+    `traceEvents`, as raw JSON values. `max_event_size` bounds any one event or top-level
+    value; `max_json_size`, when given, the JSON text read from the stream."""
 
-    def __init__(self, stream, path, block_size=None, by_reference=False, confirm_cuts=True):
+    def __init__(self, stream, path, block_size=None, by_reference=False, confirm_cuts=True,
+                 max_event_size=MAX_EVENT_SIZE, max_json_size=None):
         self._stream = stream
         self._path = path
         block_size = block_size or BLOCK_SIZE
@@ -110,11 +187,23 @@ class TraceReader:
         self._buf_offset = 0  # file offset of self._buf[0]
         self._eof = False
         self._prefix = _ARRAY_PREFIX
+        self._max_event_size = max_event_size
+        self._max_json_size = max_json_size
+        self._read = 0  # bytes read from the stream
+        self._separator_due = False  # the last chunk ended before the `,` that follows it
+        self._scanned = (-1, -1)  # file offsets: whitespace from the first to the second
         self.metadata = {}
 
     def _fail(self, problem, offset=None):
         where = f" at byte {offset}" if offset is not None else ""
         raise TraceError(self._path, f"{problem}{where}")
+
+    def _fail_after_cuts(self, problem, offset):
+        """Fail; or, after a cut taken unconfirmed, which may be to blame, ask for a confirmed
+        reading (which then fails for good)."""
+        if not self._confirm_cuts and self._events:
+            raise UnconfirmedChunk(self._events)
+        self._fail(problem, offset)
 
     def _read_block(self):
         if self._eof:
@@ -132,6 +221,10 @@ class TraceReader:
         if not count:
             self._eof = True
             return False
+        self._read += count
+        if self._max_json_size is not None and self._read > self._max_json_size:
+            self._fail(f"more than {format_size(self._max_json_size)} of JSON (decompressed), "
+                       "the limit: --max-json-size raises it")
         return True
 
     def _drop(self, count):
@@ -139,27 +232,122 @@ class TraceReader:
         self._buf_offset += count
 
     def chunks(self):
+        try:
+            yield from self._chunks()
+        except RecursionError:
+            raise nesting_error(self._path, self._buf, self._buf_offset) from None
+
+    def _chunks(self):
         start = self._open_document()
+        complete = False
         while True:
-            found = self._last_boundary(start)
+            start = self._past_whitespace(start)
+            found = None if self._separator_due else self._last_boundary(start)
+            content = self._content_end(start)
+            if found is None and len(self._buf) - content >= WHITESPACE_RUN:
+                found = self._boundary_before_whitespace(start, content)
+                complete = found is None and self._document_ends(start, content)
             if found is not None:
                 cut, count = found
-                data = None
-                if not self._by_reference:
-                    data = b"[" + bytes(self._buf[start:cut]) + b"]"
-                yield Chunk(self._buf_offset + start - 1, cut - start + 2, self._events, count,
-                            data, self._confirm_cuts)
+                yield self._chunk(start, cut, count)
                 self._events += count
                 self._drop(cut)  # keep the comma: it stands for the next chunk's `[`
-                start = 1
-            if not self._read_block():
+                start = self._past_whitespace(1)  # before more is read after it
+            elif content - start > self._max_event_size:
+                self._fail_after_cuts(
+                    f"an event or value larger than {format_size(self._max_event_size)}, the "
+                    "limit (--max-event-size raises it), starting",
+                    self._buf_offset + self._skip_whitespace(start))
+            if complete or not self._read_block():
                 break
         try:
-            yield from self._close_document(start)
+            yield from self._close_document(start, content if complete else None)
         except TraceError:
             if self._confirm_cuts:
                 raise
             raise UnconfirmedChunk(self._events) from None  # the last cut may be to blame
+        if complete:
+            self._expect_only_whitespace()
+
+    def _chunk(self, start, cut, count):
+        """buf[start - 1 : cut + 1] as a Chunk, its first and last bytes read as `[` and `]`."""
+        data = None if self._by_reference else b"[" + bytes(self._buf[start:cut]) + b"]"
+        return Chunk(self._buf_offset + start - 1, cut - start + 2, self._events, count, data,
+                     self._confirm_cuts)
+
+    # -- whitespace: streamed where it is between events or after the document ---------------
+
+    def _content_end(self, start):
+        """The index after the buffer's last byte from `start` on that is not whitespace; the
+        whitespace found at the buffer's end last time is not scanned again (a run inside an
+        event grows block by block up to the size limit)."""
+        buf, base = self._buf, self._buf_offset
+        content, end = self._scanned
+        low = end - base if start <= content - base and end - base <= len(buf) else start
+        found = _content_before(buf, low, len(buf))
+        if found > low or low == start:
+            content = base + found
+        self._scanned = (content, base + len(buf))
+        return content - base
+
+    def _past_whitespace(self, start):
+        """The chunk's start, with whitespace after its stand-in byte buf[start - 1] dropped as
+        it streams in (the last whitespace byte then stands in). When a separator is due, a `,`
+        becomes the stand-in, and a `]` ends the events."""
+        index = self._skip_whitespace(start)
+        if index == len(self._buf):
+            if index > start:
+                self._drop(index - 1)
+                return 1
+            return start
+        if not self._separator_due:
+            return start
+        self._separator_due = False
+        if self._buf[index] == 0x2C:
+            self._drop(index)
+            return 1
+        if self._buf[index] != 0x5D:
+            self._fail_after_cuts("malformed JSON: expected ',' or ']'",
+                                  self._buf_offset + index)
+        return index  # the document's tail: `]` and what follows
+
+    def _boundary_before_whitespace(self, start, content):
+        """(cut, events) when the buffer ends in a run of whitespace after whole events: the
+        cut is their `,` if there is one, else the run's first byte and the `,` or `]` is due
+        after the run; None if the run is not after an event."""
+        cut = end = content
+        if self._buf[end - 1 : end] == b",":
+            cut = end - 1
+            end = _content_before(self._buf, start, cut)
+        if end <= start or self._buf[end - 1] != 0x7D:
+            return None
+        try:
+            count = self._count_events(start, cut)
+        except msgspec.DecodeError:
+            return None  # whitespace inside an event or the tail: counted in its size
+        self._separator_due = cut == content
+        return cut, count
+
+    def _document_ends(self, start, content):
+        """Whether the document is whole before the buffer's run of whitespace at `content`."""
+        if self._buf[content - 1 : content] not in (b"}", b"]"):
+            return False
+        try:
+            msgspec.json.decode(self._prefix + bytes(self._buf[start:content]),
+                                type=list[Raw] if self._prefix is _ARRAY_PREFIX
+                                else dict[str, Raw])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return False
+        return True
+
+    def _expect_only_whitespace(self):
+        """Read the rest of a document that has ended: whitespace, dropped as read."""
+        while self._read_block():
+            content = self._skip_whitespace(0)
+            if content < len(self._buf):
+                self._fail_after_cuts("malformed JSON: trailing characters",
+                                      self._buf_offset + content)
+            self._drop(len(self._buf))
 
     # -- the document's head: where the events start --------------------------------------
 
@@ -167,7 +355,10 @@ class TraceReader:
         """Read up to the first event; return its index in the buffer."""
         while True:
             start = self._skip_whitespace(0)
-            if start < len(self._buf) or not self._read_block():
+            if start < len(self._buf):
+                break
+            self._drop(start)  # whitespace before the document: not kept
+            if not self._read_block():
                 break
         if start >= len(self._buf):
             self._fail("empty file: no JSON in it")
@@ -186,17 +377,19 @@ class TraceReader:
 
     def _skip_whitespace(self, index):
         buf = self._buf
-        if index == 0 and buf.startswith(b"\xef\xbb\xbf"):
+        if index == 0 and self._buf_offset == 0 and buf.startswith(b"\xef\xbb\xbf"):
             index = 3
-        while index < len(buf) and buf[index] in _WHITESPACE:
-            index += 1
-        return index
+        return _content_after(buf, index)
 
     def _open_object(self, start):
         search = start
         while True:
             key = self._buf.find(b'"traceEvents"', search)
             if key < 0:
+                if len(self._buf) - start > self._max_event_size:
+                    self._fail(f"no traceEvents in the first {format_size(self._max_event_size)}"
+                               " of the object, the limit for one value (--max-event-size "
+                               "raises it)", self._buf_offset + start)
                 if self._read_block():
                     continue
                 self._reject_object_without_events()
@@ -249,15 +442,11 @@ class TraceReader:
             index = buf.rfind(b"{", start, index)
             if index <= start:
                 return
-            comma = index - 1
-            while comma > start and buf[comma] in _WHITESPACE:
-                comma -= 1
-            if buf[comma] != 0x2C:
+            comma = _content_before(buf, start, index) - 1
+            if comma < start or buf[comma] != 0x2C:
                 continue
-            brace = comma - 1
-            while brace > start and buf[brace] in _WHITESPACE:
-                brace -= 1
-            if buf[brace] == 0x7D:
+            brace = _content_before(buf, start, comma) - 1
+            if brace >= start and buf[brace] == 0x7D:
                 yield comma
 
     def _last_boundary(self, start):
@@ -298,8 +487,9 @@ class TraceReader:
 
     # -- the document's tail ------------------------------------------------------------------
 
-    def _close_document(self, start):
-        data = self._prefix + bytes(self._buf[start:])
+    def _close_document(self, start, end=None):
+        """The last chunk: the events in buf[start:end] and the document's tail, decoded."""
+        data = self._prefix + bytes(self._buf[start:end])
         base = self._buf_offset + start - len(self._prefix)
         try:
             if self._prefix is _ARRAY_PREFIX:
@@ -317,7 +507,8 @@ class TraceReader:
                 self._fail("truncated: the JSON ends before the trace is complete")
             self._fail(describe_decode_error(error), base + position)
         self._drop(len(self._buf))
-        yield Chunk(base + len(self._prefix) - 1, len(events), self._events, count, events)
+        if count or not self._events:  # an empty chunk only for a trace without events
+            yield Chunk(base + len(self._prefix) - 1, len(events), self._events, count, events)
         self._events += count
 
     @property

@@ -10,6 +10,11 @@ from tracewh.errors import TraceError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
+# By default a gzipped trace may hold at most this many times its size of JSON, and at least
+# GZIP_LIMIT_FLOOR: real traces compress 7-20x, a gzip bomb of whitespace or repeated events
+# ~1000x (4 MB holding 4 GB). A plain file has no limit: its size is what it takes on disk.
+GZIP_RATIO_LIMIT = 100
+GZIP_LIMIT_FLOOR = 1 << 30
 
 
 def is_trace_name(path):
@@ -50,6 +55,14 @@ def open_trace(path):
         return gzip.GzipFile(fileobj=handle, mode="rb")
     handle.seek(0)
     return handle
+
+
+def json_size_limit(path, compressed, limit=None):
+    """The most JSON text to read from `path`: `limit` when given, else by GZIP_RATIO_LIMIT
+    for a `compressed` file, else None (no limit)."""
+    if limit is not None or not compressed:
+        return limit
+    return max(GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT * os.path.getsize(path))
 
 
 def stored_position(stream):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .catalog import Catalog
 from .diff import DIFF_READS, DiffOptions, diff_runs, trend_in_warehouse
-from .ingesting import ingest_files, ingest_options
+from .ingesting import MAX_EVENT_SIZE, ingest_files, ingest_options
 from .names import check_phase, parse_tag
 from .query import connect, connect_to_runs
 
@@ -59,8 +59,10 @@ class Warehouse:
         return self
 
     def ingest(self, *paths, run=None, phase=None, rank=None, tags=None, replace=False,
-               strict=False, keep_secrets=False, jobs=1):
-        """Ingest trace files, directories or globs, as `tracewh ingest`; return one
+               strict=False, keep_secrets=False, jobs=1, max_event_size=MAX_EVENT_SIZE,
+               max_json_size=None):
+        """Ingest trace files, directories or globs, as `tracewh ingest` (the size limits in
+        bytes, as --max-event-size and --max-json-size); return one
         IngestOutcome per file (`.status`: ingested, replaced, unchanged, failed or
         skipped; `.error` says why one failed). Later queries see what it committed. With
         jobs > 1, the workers start from a forkserver: a script calling this must guard its
@@ -68,7 +70,8 @@ class Warehouse:
         from tracewh.ingest.sources import expand_inputs
 
         options = ingest_options(run, phase, rank, tags, replace, strict, keep_secrets, jobs,
-                                 embedded=True)
+                                 embedded=True, max_event_size=max_event_size,
+                                 max_json_size=max_json_size)
         self.close()
         outcomes = ingest_files(self.catalog, expand_inputs([str(p) for p in paths]), options)
         self.reload()

@@ -9,11 +9,12 @@ from collections import defaultdict
 import click
 
 from tracewh.ingest.jobs import mixed_job_warnings
-from tracewh.ingest.sources import expand_inputs
+from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
+from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
 
 from ..ingesting import ingest_files, ingest_options
 from ..names import parse_tag
-from .options import phase_option
+from .options import ByteSize, phase_option
 
 
 @click.command()
@@ -34,8 +35,18 @@ from .options import phase_option
               help="Stop at the first file that fails: files not committed by then are skipped.")
 @click.option("--keep-secrets", is_flag=True,
               help="Do not redact values that look like secrets (in metadata and events).")
+@click.option("--max-event-size", type=ByteSize(), default=MAX_EVENT_SIZE,
+              envvar="TRACEWH_MAX_EVENT_SIZE",
+              help="Refuse a file with an event or top-level value larger than this "
+                   f"[default: {format_size(MAX_EVENT_SIZE)}; env TRACEWH_MAX_EVENT_SIZE].")
+@click.option("--max-json-size", type=ByteSize(), envvar="TRACEWH_MAX_JSON_SIZE",
+              help="Refuse a file holding more JSON text than this, decompressed [default: "
+                   f"{GZIP_RATIO_LIMIT}x a gzipped file's size, at least "
+                   f"{format_size(GZIP_LIMIT_FLOOR)}; none for plain files; env "
+                   "TRACEWH_MAX_JSON_SIZE].")
 @click.pass_obj
-def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets):
+def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets,
+           max_event_size, max_json_size):
     """Ingest trace files into the warehouse.
 
     PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
@@ -54,7 +65,8 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
       tracewh ingest traces/ --tag git=3f2a1c --tag model=dsv3 --jobs 4
     """
     options = ingest_options(run, phase, rank, dict(parse_tag(t) for t in tags), replace,
-                             strict, keep_secrets, jobs)
+                             strict, keep_secrets, jobs, max_event_size=max_event_size,
+                             max_json_size=max_json_size)
     catalog.check_not_foreign()
     files = expand_inputs(paths)
     with _progress(files) as progress:

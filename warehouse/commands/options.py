@@ -1,5 +1,7 @@
 """Options and output shared by several commands."""
 
+import re
+
 import click
 
 from .. import output
@@ -21,6 +23,22 @@ def _checked_phase(_ctx, _param, value):
 def phase_option(help_text):
     """--phase, case-folded and checked like the phases stored at ingest."""
     return click.option("--phase", help=help_text, callback=_checked_phase)
+
+
+class ByteSize(click.ParamType):
+    """A size: bytes, or a number with KB, MB, GB or TB (powers of 1024): 64MB, 1.5GB."""
+
+    name = "SIZE"
+    _UNITS = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+    _FORM = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)B?", re.IGNORECASE)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        match = self._FORM.fullmatch(value.strip())
+        if match is None or float(match.group(1)) <= 0:
+            self.fail(f"{value!r} is not a size (such as 64MB or 2GB)", param, ctx)
+        return int(float(match.group(1)) * (1 << self._UNITS[match.group(2).upper()]))
 
 
 def echo(text, out_path=None):

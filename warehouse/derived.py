@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from . import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
-from .errors import RefreshInterrupted, WarehouseError
+from .errors import FollowUpFailed, RefreshInterrupted
 from .marts import refresh_marts
 from .query import library_fingerprint
 from .rules import effective_rules
@@ -42,20 +43,19 @@ def refresh_derived(catalog):
             marts = refresh_marts(catalog, snapshot, rules)
             between = time.perf_counter()
             write_duckdb_file(catalog, snapshot, rules)
-        except (OSError, duckdb.Error) as error:
-            raise WarehouseError(f"{catalog.root}: the traces are committed, but the marts and "
-                                 f"{FILE_NAME} were not brought up to date ({error}); "
-                                 "`tracewh refresh` tries again") from None
+            links.write_text(done_file, json.dumps(done))
+        except (OSError, duckdb.Error) as error:  # the caller says what it committed
+            raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "
+                                 f"up to date ({error}); `tracewh refresh` tries again") from None
         except KeyboardInterrupt:
             raise RefreshInterrupted(f"interrupted: what was committed stays; the marts and "
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
-        done_file.write_text(json.dumps(done))
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
 
 
 def _read_json(path):
     try:
-        return json.loads(path.read_text())
+        return json.loads(links.read_text(path))
     except (OSError, ValueError):
         return None

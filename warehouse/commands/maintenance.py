@@ -7,6 +7,7 @@ from .. import maintenance
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
 from ..names import check_name
+from .options import exit_after_follow_up, work_then_follow_up
 
 
 @click.command()
@@ -24,9 +25,10 @@ def vacuum(catalog, retain_hours):
     commit. Delta's own VACUUM, for every table.
     """
     catalog.check_readable()
-    result = maintenance.vacuum(catalog, retain_hours)
+    result, follow_up = work_then_follow_up(lambda: maintenance.vacuum(catalog, retain_hours))
     click.echo(f"deleted {result.files:,} files ({result.bytes / 1e6:,.1f} MB) retired more "
                f"than {retain_hours} h ago")
+    exit_after_follow_up(follow_up)
 
 
 @click.command()
@@ -40,9 +42,11 @@ def optimize(catalog, run):
     stay on disk for readers of older snapshots until `tracewh vacuum`.
     """
     catalog.check_readable()
-    result = maintenance.optimize(catalog, check_name("run", run) if run else None)
+    result, follow_up = work_then_follow_up(
+        lambda: maintenance.optimize(catalog, check_name("run", run) if run else None))
     click.echo(f"merged {result.files_removed:,} files into {result.files_added:,} "
                f"in {result.tables} table{'' if result.tables == 1 else 's'}")
+    exit_after_follow_up(follow_up)
 
 
 @click.command()

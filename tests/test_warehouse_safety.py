@@ -170,11 +170,10 @@ def test_a_writer_let_in_whenever_vacuum_lets_go_of_the_lock_commits(copied, mon
     assert whole_traces(copied) == {"a": 2, **{run: 1 for run, _, _ in let_in}}
 
 
-def test_vacuum_beside_ingests_and_replaces(tmp_path):
+def test_vacuum_beside_ingests_and_replaces(copied):
     """The loops of the report, bounded: `vacuum --retain 0`, `ingest --replace` and plain
     ingests of 8 ranks side by side in processes; none fails, every run is whole."""
-    warehouse = tmp_path / "wh"
-    build(warehouse)
+    warehouse = copied
     command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(warehouse)]
     loops = {
         "vacuum": lambda i: ["vacuum", "--retain", "0"],
@@ -182,7 +181,7 @@ def test_vacuum_beside_ingests_and_replaces(tmp_path):
         "ingest": lambda i: ["ingest", *DLRM, "--run", f"r{i}"]}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     running, finished, ingested = {}, [], 0
-    deadline = time.monotonic() + 12
+    deadline = time.monotonic() + 8
     while running or time.monotonic() < deadline:
         for name, arguments in loops.items():
             process = running.get(name)
@@ -273,12 +272,12 @@ def free_bytes(path):
     return status.f_bavail * status.f_frsize
 
 
-def test_a_full_disk_for_real(small_disk):
+def test_a_full_disk_for_real(built, small_disk):
     """On a full file system: an ingest shows each file's ENOSPC and commits nothing; vacuum
     deletes the retired files (deleting needs no space) without a traceback; once there is
     room again, the ingest goes through."""
     warehouse = small_disk / "wh"
-    build(warehouse)
+    shutil.copytree(built, warehouse, symlinks=True)
     fill(small_disk / "filler")
     result = invoke(warehouse, "ingest", *DLRM[2:4], "--run", "b", "--jobs", "1")
     assert result.exit_code == 2, result.output

@@ -156,6 +156,14 @@ class Catalog:
         self._lock = threading.RLock()  # this process's threads, in turn, hold the flock
         self._lock_depth = 0  # how many `locked` of this catalog's thread are open
 
+    def __getstate__(self):
+        """A catalog sent to a worker process (which stages files): without this process's
+        lock."""
+        return {**self.__dict__, "_lock": None, "_lock_depth": 0}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.RLock())
+
     def live_files(self, table, version, runs=None):
         """A table's live files at `version` (optionally of some runs only)."""
         return delta.live_files(self.table_path(table), version, runs)

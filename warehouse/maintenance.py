@@ -42,13 +42,14 @@ class OptimizeResult:
 
 
 def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
-    """Delete files no version newer than `retain_hours` ago reads, all under the writers'
-    lock. Delta's VACUUM lists them (files retired before then, files no commit names);
-    tracewh deletes them itself (`links.unlink_within`: never through a link) and writes no
-    commit: Delta's VACUUM START/END commits are history no reader needs, and written after
-    a writer read the pointer they collide with its commits, and on a full disk, where
-    deleting is what frees space, they cannot be written at all. A failure of what follows
-    the deletes (a rollback, the refresh) raises FollowUpFailed with the result."""
+    """Delete files no version newer than `retain_hours` ago reads, under one hold of the
+    writers' lock. Delta's VACUUM lists them (files retired before then, files no commit
+    names); tracewh deletes them itself (`links.unlink_within`: never through a link) and
+    commits nothing. Delta's VACUUM START/END commits are history no reader needs; they
+    took versions past the pointer, which the next writer's commits then collided with, and
+    on a full disk, where deleting is what frees space, they cannot be written at all. A
+    failure after the deletes (a rollback, the refresh) raises FollowUpFailed with the
+    result."""
     if retain_hours < 0:
         raise UsageError("--retain must be 0 or more hours")
     with catalog.locked(recover=False):  # deleting needs no free space: a rollback does

@@ -184,7 +184,7 @@ class Catalog:
     def check_not_foreign(self):
         """Refuse a directory that holds other things (a source tree, say), and a warehouse
         of an earlier tracewh, for reading or writing: a warehouse is a new or empty
-        directory, or one with the catalog's state."""
+        directory, or one with the catalog's state; and one whose control paths are links."""
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
         names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
         if names and STATE_DIR not in names:

@@ -187,7 +187,8 @@ def test_other_engines_read_the_marts(two_runs):
 
 
 def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
-    """The traces stay committed; one line says so, and `refresh` recovers."""
+    """The traces stay committed: the summary says what was, one line then says what was
+    not brought up to date, and `refresh` recovers."""
     from tracewh import derived
 
     def disk_full(catalog, snapshot, rules):
@@ -195,7 +196,10 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
 
     monkeypatch.setattr(derived, "write_duckdb_file", disk_full)
     result = tracewh("ingest", DLRM[4], "--run", "c", "--phase", "train", expect=2)
-    assert "the traces are committed" in result.output and "tracewh refresh" in result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("run c: 1 file ingested, ")
+    assert lines[-1].startswith(f"error: {two_runs}: the marts and {FILE_NAME} were not "
+                                "brought up to date (") and "tracewh refresh" in lines[-1]
     assert "Traceback" not in result.output
     monkeypatch.undo()
     assert not (two_runs / "_tracewh" / DONE_FILE).read_text().count('"c"')

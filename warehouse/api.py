@@ -64,7 +64,8 @@ class Warehouse:
         """Ingest trace files, directories or globs, as `tracewh ingest` (the size limits in
         bytes, as --max-event-size and --max-json-size); return one
         IngestOutcome per file (`.status`: ingested, replaced, unchanged, failed or
-        skipped; `.error` says why one failed). Later queries see what it committed. With
+        skipped; `.error` says why one failed). Later queries see what it committed (when
+        the refresh after it fails, FollowUpFailed is raised, its `.done` the outcomes). With
         jobs > 1, the workers start from a forkserver: a script calling this must guard its
         main code with `if __name__ == "__main__":` (notebooks need nothing)."""
         from tracewh.ingest.sources import expand_inputs

@@ -40,15 +40,18 @@ import pyarrow.parquet as pq
 
 from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
-from . import delta
+from . import delta, links
 from .delta import DataFile
 from .errors import WarehouseError
+from .rules import WAREHOUSE_RULES
 
 STATE_DIR = "_tracewh"
 FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
 TRACES = "traces"
 OLD_MANIFEST = "manifest.json"
 COMMITTING = "committing"  # present while a commit is under way
+LOCK = "lock"
+STAGING = "staging"
 
 
 @dataclass
@@ -150,6 +153,16 @@ class Catalog:
         self.root = Path(root)
         self.state = self.root / STATE_DIR
         self._traces = {}  # {(run, phase): (traces version, [StoredTrace])}: see traces_of
+        self._lock = threading.RLock()  # this process's threads, in turn, hold the flock
+        self._lock_depth = 0  # how many `locked` of this catalog's thread are open
+
+    def __getstate__(self):
+        """A catalog sent to a worker process (which stages files): without this process's
+        lock."""
+        return {**self.__dict__, "_lock": None, "_lock_depth": 0}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.RLock())
 
     def live_files(self, table, version, runs=None):
         """A table's live files at `version` (optionally of some runs only)."""
@@ -171,7 +184,7 @@ class Catalog:
     def check_not_foreign(self):
         """Refuse a directory that holds other things (a source tree, say), and a warehouse
         of an earlier tracewh, for reading or writing: a warehouse is a new or empty
-        directory, or one with the catalog's state."""
+        directory, or one with the catalog's state; and one whose control paths are links."""
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
         names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
         if names and STATE_DIR not in names:
@@ -181,6 +194,21 @@ class Catalog:
             raise WarehouseError(f"{self.root} was written by an earlier tracewh (warehouse "
                                  f"format 4 or older, before Delta Lake tables): ingest the "
                                  f"traces again into a new warehouse")
+        links.check_no_links(self.control_paths())
+
+    def control_paths(self):
+        """The paths tracewh writes, deletes or trusts, which must not be links (see
+        `links`): its state, the tables and their logs, the marts, tracewh.duckdb."""
+        from .derived import DONE_FILE  # modules that import this one
+        from .duckdb_file import FILE_NAME
+        from .marts import MARTS, MARTS_DIR, mart_path
+
+        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DONE_FILE)]
+        tables = [self.table_path(name) for name in TABLES]
+        marts = [mart_path(self.root, name) for name in MARTS]
+        return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / FILE_NAME,
+                self.root / MARTS_DIR, *tables, *marts,
+                *(path / delta.LOG_DIR for path in tables + marts)]
 
     def snapshot(self):
         """The newest consistent snapshot; an empty one for a warehouse not yet written."""
@@ -244,26 +272,48 @@ class Catalog:
     # -- writing ------------------------------------------------------------------------------
 
     def new_staging_dir(self):
-        path = self.state / "staging" / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        path = self.state / STAGING / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         path.mkdir(parents=True)
         return path
 
     @contextlib.contextmanager
-    def locked(self, check_all=False):
+    def locked(self, check_all=False, recover=True):
         """Hold the writers' lock, with every table created and the tables back at the
         newest pointer, undoing what an interrupted commit wrote: one whose marker file is
         still there, or any commit without a pointer with `check_all` (probing every table's
-        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit)."""
-        self.check_not_foreign()
-        self.state.mkdir(parents=True, exist_ok=True)
-        with open(self.state / "lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit).
+
+        Re-entrant, so that a command holds it across everything it commits (a vacuum's
+        deletes and its refresh, an optimize's commits and its refresh) while what it calls
+        takes it too: a writer let in between would find versions taken past the pointer
+        it read. Not to be taken inside `committing`, whose commit it would roll back.
+        `recover=False` touches no table: a vacuum on a full disk, where no rollback can be
+        written, still deletes."""
+        with self._lock:
+            handle = None if self._lock_depth else self._take_flock()
+            self._lock_depth += 1
             try:
-                self._create_tables()
-                self._recover(check_all or (self.state / COMMITTING).exists())
+                if recover:
+                    self._create_tables()
+                    self._recover(check_all or (self.state / COMMITTING).exists())
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                self._lock_depth -= 1
+                if handle is not None:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                    os.close(handle)
+
+    def _take_flock(self):
+        """The lock file's descriptor, flock'ed (not through a link: see `links`)."""
+        self.check_not_foreign()
+        self.state.mkdir(parents=True, exist_ok=True)
+        handle = links.open_no_follow(self.state / LOCK, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(handle)
+            raise
+        return handle
 
     def clean_up(self):
         """Undo what interrupted writers left (commits without a pointer, staging
@@ -274,7 +324,7 @@ class Catalog:
     @contextlib.contextmanager
     def committing(self):
         """Mark a commit under way, so that the next writer checks the tables if it dies."""
-        (self.state / COMMITTING).touch()
+        links.touch(self.state / COMMITTING)
         yield
         (self.state / COMMITTING).unlink()
 
@@ -326,12 +376,14 @@ class Catalog:
     def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
         """Move the staged files into their partitions and commit them, `traces` last;
         return the new version of `traces`."""
-        for table, parts in staged.parts.items():
-            target = self.table_path(table) / staged.partition()
+        targets = {table: self.table_path(table) / staged.partition() for table in staged.parts}
+        for target in targets.values():  # each run=/phase=/rank= directory, before any move
             target.mkdir(parents=True, exist_ok=True)
+            links.check_no_links([target.parents[1], target.parent, target])
+        for table, parts in staged.parts.items():
             for part in parts:
                 os.replace(staging / staged_name(table, part),
-                           target / f"{staged.trace_id}-{part:05d}.parquet")
+                           targets[table] / f"{staged.trace_id}-{part:05d}.parquet")
         versions = dict(snapshot.versions)
         for table in [name for name in TABLES if name != TRACES] + [TRACES]:
             adds = [staged.data_file(table, part, self.root,
@@ -395,12 +447,15 @@ class Catalog:
             delta.commit(self.table_path(TRACES), versions[TRACES] + 1, [], "ROLLBACK",
                          self.pointer(versions, snapshot.seq, snapshot.class_rules))
         (self.state / COMMITTING).unlink(missing_ok=True)
-        staging_root = self.state / "staging"
-        if staging_root.is_dir():
-            for directory in staging_root.iterdir():
-                pid = directory.name.split("-", 1)[0]
+        if not (self.state / STAGING).is_dir():
+            return
+        # Through the directory's descriptor: a link swapped in for it is not followed (and
+        # rmtree does not follow the links inside).
+        with links.directory(self.state / STAGING) as staging:
+            for name in os.listdir(staging):
+                pid = name.split("-", 1)[0]
                 if not pid.isdigit() or not _process_alive(int(pid)):
-                    shutil.rmtree(directory, ignore_errors=True)
+                    shutil.rmtree(name, dir_fd=staging, ignore_errors=True)
 
 
 @contextlib.contextmanager

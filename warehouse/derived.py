@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from . import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
-from .errors import RefreshInterrupted, WarehouseError
+from .errors import FollowUpFailed, RefreshInterrupted
 from .marts import refresh_marts
 from .query import library_fingerprint
 from .rules import effective_rules
@@ -48,16 +49,15 @@ def refresh_derived(catalog):
             marts = refresh_marts(catalog, snapshot, rules, recompute)
             between = time.perf_counter()
             write_duckdb_file(catalog, snapshot, rules)
-        except (OSError, duckdb.Error) as error:
-            raise WarehouseError(f"{catalog.root}: the traces are committed, but the marts and "
-                                 f"{FILE_NAME} were not brought up to date ({error}); "
-                                 "`tracewh refresh` tries again") from None
+            links.write_text(done_file, json.dumps(done))
+            recompute_file.unlink(missing_ok=True)
+        except (OSError, duckdb.Error) as error:  # the caller says what it committed
+            raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "
+                                 f"up to date ({error}); `tracewh refresh` tries again") from None
         except KeyboardInterrupt:
             raise RefreshInterrupted(f"interrupted: what was committed stays; the marts and "
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
-        done_file.write_text(json.dumps(done))
-        recompute_file.unlink(missing_ok=True)
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
 
 
@@ -66,11 +66,11 @@ def mark_for_recompute(catalog, run):
     sequence numbers say (under the writers' lock)."""
     with catalog.locked():
         path = catalog.state / RECOMPUTE_FILE
-        path.write_text(json.dumps(sorted(set(_read_json(path) or []) | {run})))
+        links.write_text(path, json.dumps(sorted(set(_read_json(path) or []) | {run})))
 
 
 def _read_json(path):
     try:
-        return json.loads(path.read_text())
+        return json.loads(links.read_text(path))
     except (OSError, ValueError):
         return None

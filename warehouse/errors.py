@@ -38,6 +38,16 @@ class WarehouseError(TracewhError):
     """The warehouse directory is not usable (not a warehouse, unreadable manifest)."""
 
 
+class FollowUpFailed(WarehouseError):
+    """What a command does after its work failed (bringing the marts and tracewh.duckdb up
+    to date, rolling back an interrupted commit): the work stands. `done` is its result (an
+    ingest's outcomes, a vacuum's counts), for the command to report before this error."""
+
+    def __init__(self, message, done=None):
+        super().__init__(message)
+        self.done = done
+
+
 class RefreshInterrupted(TracewhError):
     """Ctrl-C while the marts and tracewh.duckdb were being derived: the commits stand."""
 

@@ -6,6 +6,7 @@ from tracewh.ingest.pipeline import IngestOptions, ingest_paths
 from tracewh.ingest.reader import MAX_EVENT_SIZE
 
 from .derived import refresh_derived
+from .errors import FollowUpFailed
 from .names import check_name, check_phase
 
 
@@ -23,9 +24,17 @@ def ingest_options(run=None, phase=None, rank=None, tags=None, replace=False, st
 
 
 def ingest_files(catalog, files, options, on_done=None, on_bytes=None):
-    """Ingest `files` (from `expand_inputs`) and refresh the derived tables: [IngestOutcome]."""
+    """Ingest `files` (from `expand_inputs`) and, when some were committed, refresh the
+    derived tables: [IngestOutcome]. A refresh that fails raises FollowUpFailed with the
+    outcomes as its `done`: what was committed stands, and is to be reported before it."""
     catalog.check_not_foreign()
     keep_freed_memory()
     outcomes = ingest_paths(catalog, files, options, on_done=on_done, on_bytes=on_bytes)
-    refresh_derived(catalog)
+    if not any(outcome.status in ("ingested", "replaced") for outcome in outcomes):
+        return outcomes  # nothing to derive (a lag of other commands' is `refresh`'s)
+    try:
+        refresh_derived(catalog)
+    except FollowUpFailed as error:
+        error.done = outcomes
+        raise
     return outcomes

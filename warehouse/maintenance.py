@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 from tracewh.ingest.schema import TABLES
 from tracewh.ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistics_columns
 
-from . import delta
+from . import delta, links
 from .catalog import TRACES
 from .delta import DataFile
 from .derived import mark_for_recompute, refresh_derived
-from .errors import UsageError
+from .errors import FollowUpFailed, UsageError
 from .marts import mart_paths
 from .scope import check_runs
 
@@ -58,9 +58,16 @@ def delete(catalog, run, phase=None):
     if phase is not None and phase not in runs[run].phases:
         raise UsageError(f"run {run!r} has no phase {phase!r} (its phases: "
                          f"{', '.join(sorted(runs[run].phases))})")
+    with catalog.locked():
+        mark_for_recompute(catalog, run)  # before the commits: a kill between is caught up
+        result = _remove_run(catalog, run, phase)
+        _refresh(catalog, result)
+    return result
+
+
+def _remove_run(catalog, run, phase):
     files = tables = 0
-    mark_for_recompute(catalog, run)  # before the commits: a kill between them is caught up
-    with catalog.locked(), catalog.committing():
+    with catalog.committing():
         snapshot = catalog.snapshot()
         versions = dict(snapshot.versions)
         traces = len(catalog.stored_traces(run, phase, snapshot))
@@ -74,36 +81,71 @@ def delete(catalog, run, phase=None):
                                               [delta.remove_action(f) for f in doomed],
                                               "DELETE", info)
                 files, tables = files + len(doomed), tables + 1
-    refresh_derived(catalog)
     return DeleteResult(traces, files, tables)
 
 
 def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
-    """Delete files no version newer than `retain_hours` ago reads."""
-    from deltalake import DeltaTable
-
+    """Delete files no version newer than `retain_hours` ago reads, under one hold of the
+    writers' lock. Delta's VACUUM lists them (files retired before then, files no commit
+    names); tracewh deletes them itself (`links.unlink_within`: never through a link) and
+    commits nothing. Delta's VACUUM START/END commits are history no reader needs; they
+    took versions past the pointer, which the next writer's commits then collided with, and
+    on a full disk, where deleting is what frees space, they cannot be written at all. A
+    failure after the deletes (a rollback, the refresh) raises FollowUpFailed with the
+    result."""
     if retain_hours < 0:
         raise UsageError("--retain must be 0 or more hours")
-    sizes = []
-    with catalog.locked():
-        for path in [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root):
-            table = DeltaTable(str(path))
-            doomed = [path / name for name in table.vacuum(
-                retention_hours=retain_hours, dry_run=True, enforce_retention_duration=False)]
-            sizes += [path.stat().st_size for path in doomed if path.exists()]
-            table.vacuum(retention_hours=retain_hours, dry_run=False,
-                         enforce_retention_duration=False)
-    catalog.clean_up()  # vacuum commits nothing tracewh needs: move the pointer past them
-    refresh_derived(catalog)  # tracewh.duckdb may list files of a snapshot vacuumed away
-    return VacuumResult(len(sizes), sum(sizes))
+    with catalog.locked(recover=False):  # deleting needs no free space: a rollback does
+        try:
+            catalog.clean_up()  # a killed commit's files are retired, for the deletes
+            rolled_back = None
+        except OSError as error:
+            rolled_back = error
+        result = _delete_unread(catalog, retain_hours)
+        if rolled_back is not None:
+            raise FollowUpFailed(f"{catalog.root}: an interrupted commit could not be rolled "
+                                 f"back ({rolled_back.strerror or rolled_back}): the next "
+                                 "writing command does it", result)
+        _refresh(catalog, result)  # tracewh.duckdb may list files of a snapshot vacuumed
+    return result
+
+
+def _delete_unread(catalog, retain_hours):
+    """Delete what Delta's VACUUM lists in every table and mart, but for the files of the
+    newest snapshot (which the newest versions read, unless a rollback is pending)."""
+    from deltalake import DeltaTable
+
+    paths = [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root)
+    read = {path for found in catalog.snapshot().paths(catalog.root).values()
+            for path in found}
+    result = VacuumResult(0, 0)
+    for path in [path for path in paths if delta.is_table(path)]:
+        for name in DeltaTable(str(path)).vacuum(retention_hours=retain_hours, dry_run=True,
+                                                 enforce_retention_duration=False):
+            if f"{path}/{name}" in read:
+                continue
+            try:
+                result.bytes += links.unlink_within(path, name)
+            except FileNotFoundError:
+                continue
+            result.files += 1
+    return result
 
 
 def optimize(catalog, run=None):
-    """Merge each trace's files in every table (of one run, or all)."""
-    removed = added = tables = 0
+    """Merge each trace's files in every table (of one run, or all), and refresh, under one
+    hold of the writers' lock."""
     if run is not None:  # before the lock, which creates the tables of a new warehouse
         check_runs([info.run for info in catalog.runs()], run)
-    with catalog.locked(), catalog.committing():
+    with catalog.locked():
+        result = _merge_traces(catalog, run)
+        _refresh(catalog, result)  # the files tracewh.duckdb lists changed
+    return result
+
+
+def _merge_traces(catalog, run):
+    removed = added = tables = 0
+    with catalog.committing():
         snapshot = catalog.snapshot()
         versions = dict(snapshot.versions)
         for name in TABLES:
@@ -123,8 +165,16 @@ def optimize(catalog, run=None):
         if tables:
             delta.commit(catalog.table_path(TRACES), versions[TRACES] + 1, [], "OPTIMIZE",
                          catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
-    refresh_derived(catalog)  # the files tracewh.duckdb lists changed
     return OptimizeResult(removed, added, tables)
+
+
+def _refresh(catalog, result):
+    """refresh_derived, whose failure carries the command's `result` (which stands)."""
+    try:
+        refresh_derived(catalog)
+    except FollowUpFailed as error:
+        error.done = result
+        raise
 
 
 def _groups(files):

@@ -14,7 +14,7 @@ from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_in
 
 from ..ingesting import ingest_files, ingest_options
 from ..names import parse_tag
-from .options import ByteSize, phase_option
+from .options import ByteSize, exit_after_follow_up, phase_option, work_then_follow_up
 
 
 @click.command()
@@ -70,12 +70,12 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     catalog.check_not_foreign()
     files = expand_inputs(paths)
     with _progress(files) as progress:
-        outcomes = ingest_files(catalog, files, options, **progress)
+        outcomes, follow_up = work_then_follow_up(
+            lambda: ingest_files(catalog, files, options, **progress))
     failed = _report_ingest(outcomes, options.tags)
     for line in mixed_job_warnings(outcomes, run_given=run is not None):
         click.echo(f"warning: {line}", err=True)
-    if failed:
-        sys.exit(2)
+    exit_after_follow_up(follow_up, failed)
 
 
 # A single file at least this large shows a bar of its bytes (on a terminal).

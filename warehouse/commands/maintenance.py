@@ -9,7 +9,7 @@ from .. import maintenance
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
 from ..names import check_name
-from .options import phase_option
+from .options import exit_after_follow_up, phase_option, work_then_follow_up
 
 
 @click.command()
@@ -27,9 +27,10 @@ def vacuum(catalog, retain_hours):
     commit. Delta's own VACUUM, for every table.
     """
     catalog.check_readable()
-    result = maintenance.vacuum(catalog, retain_hours)
+    result, follow_up = work_then_follow_up(lambda: maintenance.vacuum(catalog, retain_hours))
     click.echo(f"deleted {result.files:,} files ({result.bytes / 1e6:,.1f} MB) retired more "
                f"than {retain_hours} h ago")
+    exit_after_follow_up(follow_up)
 
 
 @click.command()
@@ -43,9 +44,11 @@ def optimize(catalog, run):
     stay on disk for readers of older snapshots until `tracewh vacuum`.
     """
     catalog.check_readable()
-    result = maintenance.optimize(catalog, check_name("run", run) if run else None)
+    result, follow_up = work_then_follow_up(
+        lambda: maintenance.optimize(catalog, check_name("run", run) if run else None))
     click.echo(f"merged {result.files_removed:,} files into {result.files_added:,} "
                f"in {result.tables} table{'' if result.tables == 1 else 's'}")
+    exit_after_follow_up(follow_up)
 
 
 @click.command()
@@ -90,10 +93,11 @@ def delete(catalog, run, phase, yes):
     what = f"run {run}" + (f", phase {phase}" if phase else "")
     if not yes and on_terminal():
         click.confirm(f"delete {what} from {catalog.root}?", abort=True, err=True)
-    result = maintenance.delete(catalog, run, phase)
+    result, follow_up = work_then_follow_up(lambda: maintenance.delete(catalog, run, phase))
     click.echo(f"deleted {what}: {result.traces:,} capture{'' if result.traces == 1 else 's'}, "
                f"{result.files:,} files removed from {result.tables} tables (on disk until "
                "`tracewh vacuum`)")
+    exit_after_follow_up(follow_up)
 
 
 def on_terminal():

@@ -1,10 +1,12 @@
 """Options and output shared by several commands."""
 
 import re
+import sys
 
 import click
 
 from .. import output
+from ..errors import FollowUpFailed
 from ..names import check_phase
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
@@ -48,3 +50,21 @@ def echo(text, out_path=None):
             handle.write(text)
     else:
         click.echo(text, nl=False)
+
+
+def work_then_follow_up(work):
+    """Run `work()`: (its result, None), or, when what follows it failed (the refresh of the
+    marts and tracewh.duckdb, a rollback), (what the work did, the FollowUpFailed), for the
+    command to report the work before the error."""
+    try:
+        return work(), None
+    except FollowUpFailed as error:
+        return error.done, error
+
+
+def exit_after_follow_up(follow_up, failed=False):
+    """Print the follow-up's error line, and exit 2 when it failed or the work did."""
+    if follow_up is not None:
+        click.echo(f"error: {follow_up}", err=True)
+    if failed or follow_up is not None:
+        sys.exit(2)

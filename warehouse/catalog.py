@@ -199,11 +199,12 @@ class Catalog:
     def control_paths(self):
         """The paths tracewh writes, deletes or trusts, which must not be links (see
         `links`): its state, the tables and their logs, the marts, tracewh.duckdb."""
-        from .derived import DONE_FILE  # modules that import this one
+        from .derived import DONE_FILE, RECOMPUTE_FILE  # modules that import this one
         from .duckdb_file import FILE_NAME
         from .marts import MARTS, MARTS_DIR, mart_path
 
-        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DONE_FILE)]
+        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DONE_FILE,
+                                                 RECOMPUTE_FILE)]
         tables = [self.table_path(name) for name in TABLES]
         marts = [mart_path(self.root, name) for name in MARTS]
         return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / FILE_NAME,

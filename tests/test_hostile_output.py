@@ -36,6 +36,9 @@ HOSTILE = [
     "[ref]: https://example.com",
 ]
 HUGE = "void huge<" + "x" * 1_000_000 + ">()"
+# For the report, which shows short names (cut at `<` and `(`): given to the kernel launched
+# most, so that it is in the report's charts and tables.
+TEX = '$\\notamacro$ x" onload="go" $x^2$ & &amp;'
 SAFE_TAGS = {"h3", "p", "strong", "code", "table", "thead", "tbody", "tr", "th", "td"}
 # GitHub's mention and issue-reference patterns (html-pipeline), on the rendered text.
 MENTION = re.compile(r"(?:^|\W)@[a-z0-9]", re.IGNORECASE)
@@ -82,12 +85,13 @@ def shown(name, limit=MARKDOWN_CELL):
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A warehouse of DLRM rank 0 twice: run `new` has a kernel renamed to each hostile name
-    and one to a 1 MB name (kernels launched once, so each name is one event)."""
+    and one to a 1 MB name (kernels launched once, so each name is one event), and its most
+    launched kernel renamed to TEX."""
     root = tmp_path_factory.mktemp("hostile")
     document = json.loads(gzip.decompress(WORKER0.read_bytes()))
     counts = Counter(e["name"] for e in document["traceEvents"] if e.get("cat") == "kernel")
     once = [name for name, count in counts.items() if count == 1]
-    renames = dict(zip(once, HOSTILE + [HUGE]))
+    renames = dict(zip(once, HOSTILE + [HUGE])) | {counts.most_common(1)[0][0]: TEX}
     path = variant(root, "new", lambda e: e.update(name=renames.get(e["name"], e["name"])))
 
     def tracewh(*args):
@@ -97,6 +101,7 @@ def hostile(tmp_path_factory):
 
     tracewh("ingest", WORKER0, "--run", "base", "--phase", "train")
     tracewh("ingest", path, "--run", "new", "--phase", "train")
+    tracewh.root = root
     return tracewh
 
 
@@ -120,7 +125,7 @@ def test_diff_markdown_shows_every_name_as_its_text(diff):
     exactly its name; no tag, link, image or emphasis survives."""
     report, markdown = diff
     names = [k["name"] for k in report["kernels"] if k["status"] != "unchanged"]
-    assert set(HOSTILE) | {HUGE} <= set(names)
+    assert set(HOSTILE) | {HUGE, TEX} <= set(names)
     header, *rows = assert_inert(markdown).tables[0]
     assert [row[header.index("name")] for row in rows] == [shown(name) for name in names]
 
@@ -149,3 +154,29 @@ def test_table_caps_cells_to_one_line_and_csv_keeps_every_character(hostile):
     assert lines[2:4] == [shown(HOSTILE[9], MAX_CELL), shown(HUGE, MAX_CELL)]
     assert len(lines) == 5 and len(table) < 1000
     assert hostile("query", "--format", "csv", sql) == f'name\n"{HOSTILE[9]}"\n{HUGE}\n'
+
+
+def test_report_shows_hostile_names_as_text(hostile):
+    """The HTML report escapes names in its tables and its SVG charts, and draws `$...$` in a
+    name as itself: matplotlib read it as TeX, and `\\notamacro` stopped the report."""
+    out = hostile.root / "report.html"
+    assert hostile("report", "new", "--out", out).startswith(f"wrote {out} (")
+    page = Page(out.read_text())
+    assert page.scripts == 1 and not page.handlers
+    assert page.text.count(TEX) >= 2  # a table cell, a chart's label
+
+
+class Page(HTMLParser):
+    """The inline scripts, the on* attributes and the text of an HTML page."""
+
+    def __init__(self, html):
+        super().__init__(convert_charrefs=True)
+        self.scripts, self.handlers, self.text = 0, [], ""
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        self.scripts += tag == "script"
+        self.handlers += [name for name, _ in attrs if name.startswith("on")]
+
+    def handle_data(self, data):
+        self.text += data

@@ -94,7 +94,7 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 def markdown_cell(text):
     """`text` as inert GitHub-flavoured Markdown in one table cell: on one line, at most
     MARKDOWN_CELL characters (with an ellipsis), no HTML, no emphasis, code, link, image,
-    autolink, mention or issue reference; it renders as the same characters (less the cut).
+    autolink, mention or issue reference; it renders as the same visible characters.
     A kernel name is the profiled program's text, and a diff goes into shared comments."""
     text = _LINKS.sub(WORD_JOINER, _shorten(text, MARKDOWN_CELL))
     return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)

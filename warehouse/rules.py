@@ -47,16 +47,11 @@ def load_rules(path=None, text=None):
                              f"[[collective]] tables{did_you_mean(key, KEYS)}")
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
             raise UsageError(f"{label}: {key!r} must be [[{key}]] tables")
-    with _regex_engine().cursor() as engine:
+    # A DuckDB of its own, in memory, closed after: one left open would be copied, threads and
+    # all, into the ingest's forked workers.
+    with duckdb.connect() as engine:
         return [_rule(f"{label}: [[{target}]] #{index + 1}", target, rule, engine)
                 for target in KEYS for index, rule in enumerate(document.get(target, []))]
-
-
-@functools.cache
-def _regex_engine():
-    """A DuckDB of its own, in memory, to check patterns with the RE2 that queries run them
-    with; opened once (opening takes far longer than checking), a cursor per file read."""
-    return duckdb.connect()
 
 
 def _rule(where, target, rule, engine):
@@ -89,7 +84,7 @@ def _pattern_problem(pattern, engine):
     """Why `pattern` cannot classify kernels, or None. DuckDB runs it with RE2 (regexp_matches),
     Spark with Java's java.util.regex (the transpiled SQL). RE2 is the stricter: it refuses
     lookaround and backreferences, which Java (and Python's re) accept, so RE2 is the check,
-    here DuckDB's own (`engine`, a cursor of `_regex_engine`); the few RE2 forms Java refuses or reads otherwise
+    here DuckDB's own (`engine`); the few RE2 forms Java refuses or reads otherwise
     are refused besides, and so is deep nesting, which Java refuses (RE2 does not)."""
     if _nesting(pattern) > MAX_NESTING:
         return f"groups nest more than {MAX_NESTING} deep"
@@ -125,8 +120,15 @@ def _nesting(pattern):
 
 
 def default_rules():
+    return list(_default_rules())
+
+
+@functools.cache
+def _default_rules():
+    """The shipped rules, read and checked once per process: a query asks for them several
+    times, and checking opens a DuckDB."""
     text = importlib.resources.files("tracewh.sql").joinpath("kernel_rules.toml").read_text()
-    return load_rules(text=text)
+    return tuple(load_rules(text=text))
 
 
 def rules_fingerprint(rules):

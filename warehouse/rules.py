@@ -84,8 +84,8 @@ def _pattern_problem(pattern, engine):
     """Why `pattern` cannot classify kernels, or None. DuckDB runs it with RE2 (regexp_matches),
     Spark with Java's java.util.regex (the transpiled SQL). RE2 is the stricter: it refuses
     lookaround and backreferences, which Java (and Python's re) accept, so RE2 is the check,
-    here DuckDB's own (`engine`); the few RE2 forms Java refuses or reads otherwise
-    are refused besides, and so is deep nesting, which Java refuses (RE2 does not)."""
+    here DuckDB's own (`engine`); the few RE2 forms Java refuses or reads otherwise are
+    refused besides, and so is deep nesting, which Java refuses (RE2 does not)."""
     if _nesting(pattern) > MAX_NESTING:
         return f"groups nest more than {MAX_NESTING} deep"
     unlike = _NOT_JAVA.search(pattern)

@@ -84,7 +84,7 @@ def _markdown(columns, rows):
 # `&#64;` do not stop them: a WORD JOINER (U+2060, invisible) after the `@`, `#` or `:` and
 # before the `.` of `www.` does.
 WORD_JOINER = "\u2060"
-_LINKS = re.compile(r"(?<=@)|(?<=#)(?=\d)|(?<=:)(?=//)|(?<=www)(?=\.)", re.IGNORECASE)
+_LINKS = re.compile(r"(@|#(?=\d)|:(?=//)|www(?=\.))", re.IGNORECASE)
 # ASCII punctuation that can start emphasis, strikethrough, code, math, a link or an image, a
 # heading, or end a table cell; CommonMark reads each escaped by a backslash as itself.
 _PUNCTUATION = re.compile(r"([\\`*_~\[\]()!#$|])")
@@ -96,7 +96,7 @@ def markdown_cell(text):
     MARKDOWN_CELL characters (with an ellipsis), no HTML, no emphasis, code, link, image,
     autolink, mention or issue reference; it renders as the same visible characters.
     A kernel name is the profiled program's text, and a diff goes into shared comments."""
-    text = _LINKS.sub(WORD_JOINER, _shorten(text, MARKDOWN_CELL))
+    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, MARKDOWN_CELL))
     return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)
 
 

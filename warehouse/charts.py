@@ -17,6 +17,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text, not paths
+    "text.parse_math": False,  # a kernel name's $...$ is text, not TeX (bad TeX raised)
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,

@@ -5,6 +5,11 @@ every digit of a double; the terminal table and Markdown show doubles to four si
 digits in plain notation (no exponent beside integer columns). The terminal table right-aligns
 numbers, shortens long cells with an ellipsis, can stop after a number of rows, and drops columns
 that do not fit the terminal's width, saying what it left out.
+
+Markdown is pasted into pull-request and CI comments, where trace content (kernel names, any
+string a query returns) must stay text: every cell goes through `markdown_cell`, which escapes
+it and caps it at MARKDOWN_CELL characters. The terminal table caps a cell at MAX_CELL
+characters; csv and json keep every character.
 """
 
 import csv
@@ -13,10 +18,12 @@ import decimal
 import io
 import json
 import math
+import re
 import shutil
 
 FORMATS = ("table", "csv", "json", "markdown")
-MAX_CELL = 48
+MAX_CELL = 48  # characters of a terminal table's cell
+MARKDOWN_CELL = 200  # characters of a Markdown cell (before escaping); the full text is in json
 
 
 def json_default(value):
@@ -64,19 +71,43 @@ def render(columns, rows, fmt="table", width=None, max_rows=0):
 
 
 def _markdown(columns, rows):
-    def escape(text):
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(escape(c) for c in columns) + " |",
+    lines = ["| " + " | ".join(markdown_cell(str(c)) for c in columns) + " |",
              "|" + "|".join("---:" if rows and _numeric(rows[0][i]) else "---"
                             for i in range(len(columns))) + "|"]
-    lines += ["| " + " | ".join(escape(_cell(v)) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
-def _shorten(text):
-    text = text.replace("\n", " ")
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+# GitHub links `@name` (and `@org/team`) when `@` is directly followed by a letter or digit,
+# `#123` to an issue, and autolinks `www.` and `scheme://` (GFM's autolink extension) and
+# `a@b.c` (as mailto:), all in the rendered text, so backslash escapes and entities such as
+# `&#64;` do not stop them: a WORD JOINER (U+2060, invisible) after the `@`, `#` or `:` and
+# before the `.` of `www.` does.
+WORD_JOINER = "\u2060"
+_LINKS = re.compile(r"(@|#(?=\d)|:(?=//)|www(?=\.))", re.IGNORECASE)
+# ASCII punctuation that can start emphasis, strikethrough, code, math, a link or an image, a
+# heading, or end a table cell; CommonMark reads each escaped by a backslash as itself.
+_PUNCTUATION = re.compile(r"([\\`*_~\[\]()!#$|])")
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def markdown_cell(text):
+    """`text` as inert GitHub-flavoured Markdown in one table cell: on one line, at most
+    MARKDOWN_CELL characters (with an ellipsis), no HTML, no emphasis, code, link, image,
+    autolink, mention or issue reference; it renders as the same visible characters.
+    A kernel name is the profiled program's text, and a diff goes into shared comments."""
+    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, MARKDOWN_CELL))
+    return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)
+
+
+_LINE_BREAKS = re.compile(r"\r\n?|\n")
+
+
+def _shorten(text, limit=MAX_CELL):
+    """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), at
+    most `limit` characters, the last an ellipsis when cut."""
+    text = _LINE_BREAKS.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _table(columns, rows, width, max_rows=0):

@@ -1,8 +1,11 @@
 """Rendering result rows as a terminal table, CSV, JSON or Markdown.
 
 JSON keeps integers as integers (nanoseconds are never turned into floats) and CSV and JSON keep
-every digit of a double; the terminal table and Markdown show doubles to four significant
-digits in plain notation (no exponent beside integer columns). The terminal table right-aligns
+every digit of a double; the terminal table and Markdown show a double in a `*_ns` column as
+whole nanoseconds (a mean of integer times), and other doubles to four significant digits, or as
+many more as it takes to tell the column's values apart, in plain notation (no exponent beside
+integer columns). Booleans are `true` and `false` in every text format, as DuckDB's own CSV
+writer and JSON print them. The terminal table right-aligns
 numbers, shortens long cells with an ellipsis, can stop after a number of rows, and drops columns
 that do not fit the terminal's width, saying what it left out.
 
@@ -34,19 +37,46 @@ def json_default(value):
     return str(value)
 
 
-def _cell(value, exact=False):
-    """A value as text; doubles to four significant digits, or every digit when `exact`."""
+def _cell(value, exact=False, digits=4, whole=False):
+    """A value as text. A double: every digit when `exact`, else rounded to whole units when
+    `whole` (nanoseconds), else to `digits` significant digits."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
+        if not math.isfinite(value):
+            return repr(value)
         if value.is_integer() and abs(value) < 2**53:
             return str(int(value))  # a whole number of ns stored as a double
-        if exact or not math.isfinite(value):
+        if exact:
             return repr(value)
-        return format(decimal.Decimal(f"{value:.4g}"), "f")  # 1.234e+07 -> 12340000
+        if whole:
+            return str(round(value))
+        return format(decimal.Decimal(f"{value:.{digits}g}"), "f")  # 1.234e+07 -> 12340000
     if isinstance(value, (list, dict)):
         return json.dumps(value, default=json_default)
     return str(value)
+
+
+def _column_cells(name, values):
+    """The column's values as text for a table or Markdown: `*_ns` doubles in whole ns, other
+    doubles to the fewest significant digits (4 at least) that keep different values apart
+    (0.0247 and 0.02470007 are not shown alike)."""
+    whole = name.endswith("_ns")
+    doubles = {v for v in values if isinstance(v, float) and math.isfinite(v)}
+    digits = 4
+    while not whole and digits < 17 and len({_cell(v, digits=digits) for v in doubles}) < len(
+            doubles):
+        digits += 1
+    return [_cell(v, digits=digits, whole=whole) for v in values]
+
+
+def _rows_as_text(columns, rows):
+    """[[cell text]] of the rows, each column formatted as a whole (see _column_cells)."""
+    by_column = [_column_cells(str(name), [row[i] for row in rows])
+                 for i, name in enumerate(columns)]
+    return [list(cells) for cells in zip(*by_column)] if rows else []
 
 
 def _numeric(value):
@@ -74,7 +104,8 @@ def _markdown(columns, rows):
     lines = ["| " + " | ".join(markdown_cell(str(c)) for c in columns) + " |",
              "|" + "|".join("---:" if rows and _numeric(rows[0][i]) else "---"
                             for i in range(len(columns))) + "|"]
-    lines += ["| " + " | ".join(markdown_cell(_cell(v)) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |"
+              for row in _rows_as_text(columns, rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -100,13 +131,17 @@ def markdown_cell(text):
     return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)
 
 
-_LINE_BREAKS = re.compile(r"\r\n?|\n")
+_LINE_BREAKS = re.compile(r"\r\n?|\n|\t")
+# Other control characters: an ESC starts a terminal's escape sequence (colours, moving the
+# cursor, rewriting the title), so trace text shows them as \xNN.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _shorten(text, limit=MAX_CELL):
-    """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), at
-    most `limit` characters, the last an ellipsis when cut."""
-    text = _LINE_BREAKS.sub(" ", text)
+    """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), its
+    control characters visible as escapes, at most `limit` characters, the last an ellipsis
+    when cut."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _LINE_BREAKS.sub(" ", text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -114,7 +149,7 @@ def _table(columns, rows, width, max_rows=0):
     total = len(rows)
     if max_rows and total > max_rows:
         rows = rows[:max_rows]
-    cells = [[_shorten(_cell(v)) for v in row] for row in rows]
+    cells = [[_shorten(cell) for cell in row] for row in _rows_as_text(columns, rows)]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     shown, used = [], 0
     for index, column_width in enumerate(widths):

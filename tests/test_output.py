@@ -1,0 +1,70 @@
+"""What the text formats print: exact nanoseconds, doubles told apart, booleans as DuckDB
+prints them, trace text that cannot drive the terminal."""
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tracewh.cli import cli
+from tracewh.output import render
+
+from .conftest import EXAMPLES
+
+DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def run_query(tmp_path_factory):
+    root = tmp_path_factory.mktemp("output") / "wh"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--warehouse", str(root), "ingest", str(DLRM0), "--run", "d",
+                               "--phase", "train"]).exit_code == 0
+
+    def query(sql, fmt="table"):
+        result = runner.invoke(cli, ["--warehouse", str(root), "query", "--format", fmt, sql])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    return query
+
+
+def _table_rows(text):
+    """The data lines of a terminal table, split on runs of two spaces."""
+    return [line.split() for line in text.splitlines()[2:-1]]
+
+
+def test_ns_columns_show_whole_nanoseconds(run_query):
+    """A mean of integer ns is a double: 210977479.98 was printed 211000000."""
+    sql = "SELECT rank, mean_ns FROM launch_latency_summary ORDER BY rank"
+    (exact,) = json.loads(run_query(sql, "json"))
+    assert not float(exact["mean_ns"]).is_integer()
+    for fmt in ("table", "markdown"):
+        text = run_query(sql, fmt)
+        assert str(round(exact["mean_ns"])) in text, fmt
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_doubles_are_shown_with_the_digits_that_tell_them_apart(fmt):
+    text = render(["ratio"], [[0.024700070571630206], [0.0247], [0.5]], fmt)
+    cells = [line.strip("| ") for line in text.splitlines()[2:5]]
+    assert cells == ["0.0247001", "0.0247", "0.5"]
+
+
+def test_booleans_are_true_and_false_in_every_text_format(run_query):
+    sql = "SELECT dur_ns > 0 AS positive, dur_ns < 0 AS negative FROM kernels LIMIT 1"
+    (row,) = csv.DictReader(io.StringIO(run_query(sql, "csv")))
+    assert row == {"positive": "true", "negative": "false"}
+    assert _table_rows(run_query(sql)) == [["true", "false"]]
+    assert "| true | false |" in run_query(sql, "markdown")
+    assert json.loads(run_query(sql, "json")) == [{"positive": True, "negative": False}]
+
+
+def test_control_characters_of_trace_text_do_not_reach_the_terminal(run_query):
+    """An ESC in a kernel name would start an escape sequence (colours, cursor, title)."""
+    text = run_query("SELECT 'a' || chr(27) || '[2Jb' || chr(9) || 'c' || chr(13) || 'd' AS s")
+    assert "\x1b" not in text and "\r" not in text and "a\\x1b[2Jb c d" in text
+    raw = run_query("SELECT 'a' || chr(27) || 'b' AS s", "csv")
+    assert raw == "s\na\x1bb\n"  # csv and json keep every character

@@ -43,6 +43,7 @@ from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 from . import delta
 from .delta import DataFile
 from .errors import WarehouseError
+from .names import check_partition
 
 STATE_DIR = "_tracewh"
 FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
@@ -62,6 +63,11 @@ class StagedTrace:
     rank: int
     parts: dict  # {table: [part numbers]}
     class_rules: str = ""  # fingerprint of the rules behind its gpu_intervals/gpu_time classes
+
+    def __post_init__(self):
+        # The last guard: a partition value Delta cannot parse back would make every later
+        # read of the table fail.
+        check_partition(self.run, self.phase, self.rank)
 
     def partition(self):
         return f"run={self.run}/phase={self.phase}/rank={self.rank}"
@@ -249,18 +255,20 @@ class Catalog:
         return path
 
     @contextlib.contextmanager
-    def locked(self, check_all=False):
+    def locked(self, check_all=False, recover=True):
         """Hold the writers' lock, with every table created and the tables back at the
         newest pointer, undoing what an interrupted commit wrote: one whose marker file is
         still there, or any commit without a pointer with `check_all` (probing every table's
-        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit)."""
+        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit). Without
+        `recover`, the lock alone: for a repair of tables delta-rs cannot load."""
         self.check_not_foreign()
         self.state.mkdir(parents=True, exist_ok=True)
         with open(self.state / "lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                self._create_tables()
-                self._recover(check_all or (self.state / COMMITTING).exists())
+                if recover:
+                    self._create_tables()
+                    self._recover(check_all or (self.state / COMMITTING).exists())
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)

@@ -28,6 +28,7 @@ COMMANDS = {
     "vacuum": "maintenance",
     "optimize": "maintenance",
     "refresh": "maintenance",
+    "repair": "maintenance",
     "snapshot": "snapshot",
 }
 

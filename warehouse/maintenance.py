@@ -1,15 +1,19 @@
-"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files).
+"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files);
+and repair, for a warehouse an earlier tracewh bricked.
 
-Both run under the writers' lock and leave every row as it was. A commit retires files (a
+Vacuum and optimize run under the writers' lock and leave every row as it was. A commit retires files (a
 --replace, an optimize, a rolled-back commit) without deleting them, because snapshots taken
 before it still read them; `vacuum` deletes those retired longer ago than the retention, and
 files no commit ever named (left by a killed ingest). `optimize` merges the files of each
 trace in a table (a large trace is written one file per chunk) into files of up to
 TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
-(`dataChange: false`), then a new pointer.
+(`dataChange: false`), then a new pointer. `repair` removes the traces committed under a
+partition value Delta cannot read (see `repair`).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
@@ -41,16 +45,33 @@ class OptimizeResult:
     tables: int
 
 
+@dataclass
+class RemovedTrace:
+    """A trace `repair` removed: where it was filed, and the file it came from (None when its
+    `traces` row was never committed)."""
+
+    trace_id: str
+    run: str
+    phase: str
+    rank: str  # the partition value as committed: no int32
+    source_path: str | None
+    files: int
+
+
+@dataclass
+class RepairResult:
+    traces: list  # [RemovedTrace], one per trace
+    tables: int  # tables with a repair commit
+
+
 def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
     """Delete files no version newer than `retain_hours` ago reads."""
-    from deltalake import DeltaTable
-
     if retain_hours < 0:
         raise UsageError("--retain must be 0 or more hours")
     sizes = []
     with catalog.locked():
         for path in [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root):
-            table = DeltaTable(str(path))
+            table = delta.open_table(path)
             doomed = [path / name for name in table.vacuum(
                 retention_hours=retain_hours, dry_run=True, enforce_retention_duration=False)]
             sizes += [path.stat().st_size for path in doomed if path.exists()]
@@ -88,6 +109,57 @@ def optimize(catalog, run=None):
                          catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
     refresh_derived(catalog)  # the files tracewh.duckdb lists changed
     return OptimizeResult(removed, added, tables)
+
+
+def repair(catalog):
+    """Remove the traces committed under a partition value Delta cannot read: a rank beyond
+    int32, which tracewh ingested before it checked ranks. delta-rs refuses to load a table
+    with one such live file, so every command failed on it.
+
+    Under the writers' lock, without its recovery (which loads the tables): per table that
+    holds such files, one commit of Delta removes found from the JSON log (delta-rs cannot
+    load the table to list them); then a pointer publishing them, where the pointer
+    published the files. Every other trace stays as it was; a commit cut short by the value
+    (the checkpoint of its version failed) is rolled back by the recovery that follows. The
+    files stay on disk until `vacuum`; their sources can be ingested again with --rank."""
+    removed = {}  # {trace_id: RemovedTrace}
+    tables = 0
+    with catalog.locked(recover=False):
+        snapshot = catalog.snapshot()
+        versions = dict(snapshot.versions)
+        for name in TABLES:
+            path = catalog.table_path(name)
+            unreadable = delta.unreadable_files(path) if delta.is_table(path) else []
+            if not unreadable:
+                continue
+            version = delta.commit(path, delta.latest_version(path) + 1,
+                                   [delta.tombstone(f) for f in unreadable], "REPAIR")
+            tables += 1
+            if versions.get(name, -1) >= unreadable[0].version:  # the pointer published them
+                versions[name] = version
+            for unreadable_file in unreadable:
+                _count_removed(removed, path, name, unreadable_file)
+        if versions != snapshot.versions:
+            delta.commit(catalog.table_path(TRACES),
+                         delta.latest_version(catalog.table_path(TRACES)) + 1, [], "REPAIR",
+                         catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    catalog.clean_up()
+    if removed:
+        refresh_derived(catalog)
+    return RepairResult(list(removed.values()), tables)
+
+
+def _count_removed(removed, table_path, table, unreadable_file):
+    """Count a removed file to its trace in `removed`; a `traces` file tells its source."""
+    trace_id = delta.trace_id_of(unreadable_file.path)
+    values = unreadable_file.partition_values
+    trace = removed.setdefault(trace_id, RemovedTrace(trace_id, values.get("run"),
+                                                      values.get("phase"), values.get("rank"),
+                                                      None, 0))
+    trace.files += 1
+    row_file = Path(table_path) / unquote(unreadable_file.path)
+    if table == TRACES and row_file.exists():
+        trace.source_path = pq.read_table(row_file, columns=["source_path"])[0][0].as_py()
 
 
 def _groups(files):

@@ -1,5 +1,5 @@
-"""`tracewh vacuum`, `optimize` and `refresh`: deleting retired files, merging small ones,
-deriving the marts and the DuckDB file again."""
+"""`tracewh vacuum`, `optimize`, `refresh` and `repair`: deleting retired files, merging small
+ones, deriving the marts and the DuckDB file again, removing what no command can read."""
 
 import click
 
@@ -62,3 +62,29 @@ def refresh(catalog):
     runs = len(result.runs)
     click.echo(f"recomputed the marts of {runs:,} run{'' if runs == 1 else 's'} in "
                f"{result.marts_seconds:.2f} s; wrote {FILE_NAME} in {result.file_seconds:.2f} s")
+
+
+@click.command()
+@click.pass_obj
+def repair(catalog):
+    """Remove the traces filed under a rank Delta cannot read.
+
+    An earlier tracewh accepted ranks beyond 2147483647 (from --rank or a number in the file
+    name) and committed them as partition values that Delta cannot parse: every command then
+    fails on the table, saying so. This removes those traces (every other stays as it was)
+    and says which files to ingest again, with --rank.
+    """
+    catalog.check_readable()
+    result = maintenance.repair(catalog)
+    if not result.traces:
+        click.echo("nothing to repair: Delta can read every partition value")
+        return
+    for trace in result.traces:
+        source = f" (from {trace.source_path})" if trace.source_path else ""
+        click.echo(f"removed trace {trace.trace_id} of run {trace.run}, phase {trace.phase}, "
+                   f"rank {trace.rank!r}{source}: {trace.files} file"
+                   f"{'' if trace.files == 1 else 's'}; ingest it again with --rank")
+    count = len(result.traces)
+    click.echo(f"repaired: {count} trace{'' if count == 1 else 's'} removed from "
+               f"{result.tables} table{'' if result.tables == 1 else 's'}; their files stay "
+               "on disk until `tracewh vacuum`")

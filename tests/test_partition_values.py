@@ -135,8 +135,8 @@ def every_command(bad, tmp_path):
 def test_repair_restores_every_command_and_keeps_every_other_row(tracewh, sql, warehouse,
                                                                  tmp_path, monkeypatch):
     """A trace committed under rank 2**32, as tracewh did before it checked ranks: every
-    command fails naming the table, the version and the value; `repair` removes that trace
-    alone, and every command works again."""
+    command fails naming the table, the version and the value; `repair` (run again after it
+    was killed) removes that trace alone, and every command works again."""
     tracewh("ingest", WORKERS[0], "--run", "good", "--phase", "train")
     before = other_runs_rows(sql)
     bad = trace_file(tmp_path / "in", f"trace_rank-{TOO_LARGE}.json.gz", worker=2)
@@ -151,7 +151,18 @@ def test_repair_restores_every_command_and_keeps_every_other_row(tracewh, sql, w
     files = list(warehouse.glob(f"*/run=bad/phase=unknown/rank={TOO_LARGE}/*.parquet"))
     tables = {path.parents[3].name for path in files}
     assert "traces" in tables
-    lines = tracewh("repair").stdout.splitlines()
+    real_commit = delta.commit
+
+    def killed_before_the_pointer(path, version, actions, operation, info=None):
+        if operation == "REPAIR" and info is not None:
+            raise RuntimeError("killed")  # as a SIGKILL would: nothing runs after it
+        return real_commit(path, version, actions, operation, info)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(delta, "commit", killed_before_the_pointer)
+        tracewh("repair", expect=1)
+    assert f"rank '{TOO_LARGE}'" in tracewh("runs", expect=2).stderr
+    lines = tracewh("repair").stdout.splitlines()  # again: it finishes the work
     assert lines[0].startswith("removed trace ") and lines[0].endswith(
         f" of run bad, phase unknown, rank '{TOO_LARGE}' (from {bad}): {len(files)} files; "
         "ingest it again with --rank")

@@ -80,17 +80,23 @@ def latest_version(path):
     """The table's newest version, found from its last checkpoint onwards without listing or
     loading the log."""
     log = Path(path) / LOG_DIR
-    try:
-        version = json.loads((log / "_last_checkpoint").read_text())["version"]
-    except FileNotFoundError:
-        version = 0
-    except (ValueError, KeyError, OSError) as error:
-        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
+    version = checkpoint_version(path)
     if not (log / f"{version:020d}.json").exists() and version != 0:
         raise WarehouseError(f"{log}: version {version} is missing")
     while (log / f"{version + 1:020d}.json").exists():
         version += 1
     return version
+
+
+def checkpoint_version(path):
+    """The version of the table's last checkpoint, 0 when it has none."""
+    log = Path(path) / LOG_DIR
+    try:
+        return json.loads((log / "_last_checkpoint").read_text())["version"]
+    except FileNotFoundError:
+        return 0
+    except (ValueError, KeyError, OSError) as error:
+        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
 
 
 def commit_info(path, version):
@@ -308,7 +314,7 @@ def open_table(path, version=None):
     try:
         return DeltaTable(str(path), version=version)
     except DeltaError:
-        unreadable = unreadable_files(path)
+        unreadable = unreadable_files(path, version)
         if not unreadable:
             raise
         first = unreadable[0]
@@ -319,15 +325,18 @@ def open_table(path, version=None):
             "filed under it and says which files to ingest again") from None
 
 
-def unreadable_files(path):
-    """The files live at the table's newest version whose partition values Delta cannot parse
-    ([UnreadableFile], in commit order), from the JSON commits alone, since delta-rs cannot
-    load such a table. None is in a checkpoint: delta-rs could not load the table to write
-    one."""
+def unreadable_files(path, version=None):
+    """The files live at `version` (the newest by default) whose partition values Delta cannot
+    parse ([UnreadableFile], in commit order), from the JSON commits alone, since delta-rs
+    cannot load such a table. The commits from the last checkpoint on suffice for a version
+    after it: delta-rs could not have loaded the checkpoint's version to write it, had such a
+    file been live then."""
+    version = latest_version(path) if version is None else version
+    checkpointed = checkpoint_version(path)
     live = {}
-    for version in range(latest_version(path) + 1):
+    for number in range(checkpointed if checkpointed <= version else 0, version + 1):
         try:
-            lines = (Path(path) / LOG_DIR / f"{version:020d}.json").read_text().splitlines()
+            lines = (Path(path) / LOG_DIR / f"{number:020d}.json").read_text().splitlines()
         except FileNotFoundError:  # log cleanup: a checkpoint holds it
             continue
         for action in map(json.loads, lines):
@@ -338,7 +347,7 @@ def unreadable_files(path):
                 values = add.get("partitionValues") or {}
                 found = _unparsable(values)
                 if found is not None:
-                    live[unquote(add["path"])] = UnreadableFile(version, add["path"], values,
+                    live[unquote(add["path"])] = UnreadableFile(number, add["path"], values,
                                                                 *found)
     return list(live.values())
 

@@ -1,14 +1,15 @@
-"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files);
-and repair, for a warehouse an earlier tracewh bricked.
+"""Keeping a warehouse small: vacuum (delete retired files) and optimize (merge small files).
 
-Vacuum and optimize run under the writers' lock and leave every row as it was. A commit retires files (a
+Both run under the writers' lock and leave every row as it was. A commit retires files (a
 --replace, an optimize, a rolled-back commit) without deleting them, because snapshots taken
 before it still read them; `vacuum` deletes those retired longer ago than the retention, and
 files no commit ever named (left by a killed ingest). `optimize` merges the files of each
 trace in a table (a large trace is written one file per chunk) into files of up to
 TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
-(`dataChange: false`), then a new pointer. `repair` removes the traces committed under a
-partition value Delta cannot read (see `repair`).
+(`dataChange: false`), then a new pointer.
+
+`repair` removes the traces an earlier tracewh committed under a partition value Delta cannot
+read, which made every command fail.
 """
 
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class RemovedTrace:
 @dataclass
 class RepairResult:
     traces: list  # [RemovedTrace], one per trace
-    tables: int  # tables with a repair commit
+    tables: int  # tables they had files in
 
 
 def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
@@ -118,26 +119,31 @@ def repair(catalog):
 
     Under the writers' lock, without its recovery (which loads the tables): per table that
     holds such files, one commit of Delta removes found from the JSON log (delta-rs cannot
-    load the table to list them); then a pointer publishing them, where the pointer
-    published the files. Every other trace stays as it was; a commit cut short by the value
-    (the checkpoint of its version failed) is rolled back by the recovery that follows. The
-    files stay on disk until `vacuum`; their sources can be ingested again with --rank."""
+    load the table to list them); then a pointer past them, where the pointer published the
+    files. Every other trace stays as it was; a commit cut short by the value (the
+    checkpoint of its version failed) is rolled back by the recovery that follows. Run again
+    after an interruption, it finishes the work. The files stay on disk until `vacuum`;
+    their sources can be ingested again with --rank."""
     removed = {}  # {trace_id: RemovedTrace}
     tables = 0
-    with catalog.locked(recover=False):
+    with catalog.locked(recover=False), catalog.committing():
         snapshot = catalog.snapshot()
         versions = dict(snapshot.versions)
         for name in TABLES:
             path = catalog.table_path(name)
-            unreadable = delta.unreadable_files(path) if delta.is_table(path) else []
-            if not unreadable:
+            if not delta.is_table(path):
                 continue
-            version = delta.commit(path, delta.latest_version(path) + 1,
-                                   [delta.tombstone(f) for f in unreadable], "REPAIR")
-            tables += 1
-            if versions.get(name, -1) >= unreadable[0].version:  # the pointer published them
-                versions[name] = version
-            for unreadable_file in unreadable:
+            published = (delta.unreadable_files(path, versions[name]) if name in versions
+                         else [])
+            unreadable = delta.unreadable_files(path)
+            if unreadable:
+                delta.commit(path, delta.latest_version(path) + 1,
+                             [delta.tombstone(f) for f in unreadable], "REPAIR")
+            if published:  # removed now, or by a repair interrupted before its pointer
+                versions[name] = delta.latest_version(path)
+            files = {f.path: f for f in published + unreadable}
+            tables += bool(files)
+            for unreadable_file in files.values():
                 _count_removed(removed, path, name, unreadable_file)
         if versions != snapshot.versions:
             delta.commit(catalog.table_path(TRACES),

@@ -3,6 +3,7 @@
 in all of them, and that Spark and Hive do not skip (paths starting with `_` or `.` are hidden
 to them); ranks to the range of their int32 column."""
 
+import operator
 import re
 
 from .errors import UsageError
@@ -32,20 +33,20 @@ def rank_problem(value):
     """What makes `value` no rank ("is not an integer", "is outside 0..2147483647"), or None.
     A rank beyond the int32 column is committed as a partition value that Delta cannot parse
     back: every later read of the table would fail. A bool is not a rank, though Python
-    counts it an int."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    counts it an int; a NumPy integer is one."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         return "is not an integer"
-    if not 0 <= value <= RANK_MAX:
+    if not 0 <= operator.index(value) <= RANK_MAX:
         return f"is outside 0..{RANK_MAX}"
     return None
 
 
 def check_rank(value):
-    """Return `value` if it is a rank, else raise UsageError saying why."""
+    """`value` as an int if it is a rank, else raise UsageError saying why."""
     problem = rank_problem(value)
     if problem is not None:
         raise UsageError(f"invalid rank {value!r}: it {problem}")
-    return value
+    return operator.index(value)
 
 
 def check_partition(run, phase, rank):

@@ -1,13 +1,18 @@
 """Where a trace belongs: its run, phase and rank, from options, the trace, or its file name."""
 
+import json
 import re
 from pathlib import Path
 
-from tracewh.names import check_name, check_phase, sanitise_name
+from tracewh.errors import TraceError
+from tracewh.names import check_name, check_phase, rank_problem, sanitise_name
 
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
-_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+# At most 40 digits, here and in _DIGITS: Python refuses int() of thousands of digits, and
+# 40 are more than any rank has.
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d{1,40})", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z]+")
+_DIGITS = re.compile(r"[0-9]{1,40}")
 
 
 def resolve_run(option, path):
@@ -30,26 +35,42 @@ def resolve_phase(option, path):
 
 
 def resolve_rank(option, distributed_info, path):
-    """--rank, else distributedInfo.rank, else a number in the file name, else 0."""
+    """--rank, else distributedInfo.rank, else a number in the file name, else 0. A rank the
+    trace or its name gives that cannot be one (beyond the int32 column, negative, not an
+    integer) fails the file, naming it: falling through to the next source would file the
+    trace under a rank it is not (2**31 became rank 0)."""
     if option is not None:
-        return option
-    rank = _as_int(distributed_info.get("rank"))
-    if rank is not None and rank >= 0:
+        return option  # checked by ingest_options
+    given = distributed_info.get("rank")
+    if given is not None:
+        rank = _number(given)
+        problem = rank_problem(rank)
+        if problem is not None:
+            shown = json.dumps(given)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            raise TraceError(path, f"distributedInfo.rank {shown} {problem}: pass --rank")
         return rank
     match = _RANK_IN_NAME.search(Path(path).name)
-    return int(match.group(1)) if match else 0
+    if match is None:
+        return 0
+    rank = int(match.group(1))
+    problem = rank_problem(rank)
+    if problem is not None:
+        raise TraceError(path, f"rank {rank} from the file name {problem}: pass --rank")
+    return rank
 
 
 def world_size(distributed_info):
-    return _as_int(distributed_info.get("world_size"))
-
-
-def _as_int(value):
-    """distributedInfo numbers are ints in most traces and strings in some."""
-    if isinstance(value, bool):
+    """distributedInfo.world_size, or None when it is not an int32 (its column's type)."""
+    size = _number(distributed_info.get("world_size"))
+    if isinstance(size, bool) or not isinstance(size, int) or not -(2**31) <= size < 2**31:
         return None
-    if isinstance(value, int):
-        return value if -(2**31) <= value < 2**31 else None
-    if isinstance(value, str) and value.isdigit():
-        return _as_int(int(value))
-    return None
+    return size
+
+
+def _number(value):
+    """distributedInfo numbers are ints in most traces and strings of digits in some: the
+    int of such a string, else `value` as it is."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    return value

@@ -43,6 +43,7 @@ from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 from . import delta, links
 from .delta import DataFile
 from .errors import WarehouseError
+from .names import check_partition
 from .rules import WAREHOUSE_RULES
 
 STATE_DIR = "_tracewh"
@@ -65,6 +66,11 @@ class StagedTrace:
     rank: int
     parts: dict  # {table: [part numbers]}
     class_rules: str = ""  # fingerprint of the rules behind its gpu_intervals/gpu_time classes
+
+    def __post_init__(self):
+        # The last guard: a partition value Delta cannot parse back would make every later
+        # read of the table fail.
+        check_partition(self.run, self.phase, self.rank)
 
     def partition(self):
         return f"run={self.run}/phase={self.phase}/rank={self.rank}"

@@ -29,6 +29,7 @@ COMMANDS = {
     "optimize": "maintenance",
     "refresh": "maintenance",
     "delete": "maintenance",
+    "repair": "maintenance",
     "snapshot": "snapshot",
 }
 

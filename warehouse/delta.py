@@ -15,6 +15,7 @@ most 99 commit files.
 import datetime
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -50,8 +51,12 @@ class DataFile:
 
     @property
     def trace_id(self):
-        """Every file tracewh writes is named `<trace_id>-<part>.parquet`."""
-        return Path(self.path).name.split("-", 1)[0]
+        return trace_id_of(self.path)
+
+
+def trace_id_of(path):
+    """Every file tracewh writes is named `<trace_id>-<part>.parquet`."""
+    return Path(path).name.split("-", 1)[0]
 
 
 def table_schema(table):
@@ -75,17 +80,23 @@ def latest_version(path):
     """The table's newest version, found from its last checkpoint onwards without listing or
     loading the log."""
     log = Path(path) / LOG_DIR
-    try:
-        version = json.loads((log / "_last_checkpoint").read_text())["version"]
-    except FileNotFoundError:
-        version = 0
-    except (ValueError, KeyError, OSError) as error:
-        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
+    version = checkpoint_version(path)
     if not (log / f"{version:020d}.json").exists() and version != 0:
         raise WarehouseError(f"{log}: version {version} is missing")
     while (log / f"{version + 1:020d}.json").exists():
         version += 1
     return version
+
+
+def checkpoint_version(path):
+    """The version of the table's last checkpoint, 0 when it has none."""
+    log = Path(path) / LOG_DIR
+    try:
+        return json.loads((log / "_last_checkpoint").read_text())["version"]
+    except FileNotFoundError:
+        return 0
+    except (ValueError, KeyError, OSError) as error:
+        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
 
 
 def commit_info(path, version):
@@ -195,9 +206,7 @@ def changes(path, first, last):
 
 
 def checkpoint(path, version):
-    from deltalake import DeltaTable
-
-    DeltaTable(str(path), version=version).create_checkpoint()
+    open_table(path, version).create_checkpoint()
 
 
 def load(path, version):
@@ -205,12 +214,10 @@ def load(path, version):
     reads `traces` for its runs and again for the snapshot's files, an ingest reads it at
     every commit (a load costs ~70 ms at 8,000 files; delta-rs's incremental update cost
     as much, measured)."""
-    from deltalake import DeltaTable
-
     key = (version, _creation_mark(path))
     kept = _LOADED.get(str(path))
     if kept is None or kept[0] != key:
-        kept = _LOADED[str(path)] = (key, DeltaTable(str(path), version=version))
+        kept = _LOADED[str(path)] = (key, open_table(path, version))
     return kept[1]
 
 
@@ -274,3 +281,89 @@ def files_of(table, runs=None):
         [None if rank is None else int(rank) for rank in ranks],
         [int(n or 0) for n in columns["num_records"]],
         map(int, columns["size_bytes"]), rows)]
+
+
+# -- partition values Delta cannot read ----------------------------------------------------------
+
+# The integer partition columns and their bounds: a value outside them (a rank of 2**32, which
+# tracewh committed before it checked ranks) makes delta-rs refuse to load the table at all.
+_INTEGER_PARTITIONS = {name: (-(2 ** (type_.bit_width - 1)), 2 ** (type_.bit_width - 1) - 1)
+                       for name, type_, _ in PARTITION_COLUMNS if pa.types.is_integer(type_)}
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,40}")
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A live file whose add action has a partition value Delta cannot parse as its column's
+    type."""
+
+    version: int  # of the commit that added it
+    path: str  # as its add action spells it
+    partition_values: dict
+    column: str
+    value: str
+
+
+def open_table(path, version=None):
+    """DeltaTable(path, version); a table that delta-rs cannot load because a live file has an
+    unreadable partition value is a WarehouseError naming the table, the commit, the value
+    and the way out."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        return DeltaTable(str(path), version=version)
+    except DeltaError:
+        unreadable = unreadable_files(path, version)
+        if not unreadable:
+            raise
+        first = unreadable[0]
+        raise WarehouseError(
+            f"table {Path(path).name} ({path}): its version {first.version} added a file "
+            f"with {first.column} {first.value!r}, a partition value Delta cannot read (an "
+            f"earlier tracewh did not check ranks): `tracewh repair` removes the traces "
+            "filed under it and says which files to ingest again") from None
+
+
+def unreadable_files(path, version=None):
+    """The files live at `version` (the newest by default) whose partition values Delta cannot
+    parse ([UnreadableFile], in commit order), from the JSON commits alone, since delta-rs
+    cannot load such a table. The commits from the last checkpoint on suffice for a version
+    after it: delta-rs could not have loaded the checkpoint's version to write it, had such a
+    file been live then."""
+    version = latest_version(path) if version is None else version
+    checkpointed = checkpoint_version(path)
+    live = {}
+    for number in range(checkpointed if checkpointed <= version else 0, version + 1):
+        try:
+            lines = (Path(path) / LOG_DIR / f"{number:020d}.json").read_text().splitlines()
+        except FileNotFoundError:  # log cleanup: a checkpoint holds it
+            continue
+        for action in map(json.loads, lines):
+            if "remove" in action:
+                live.pop(unquote(action["remove"]["path"]), None)
+            elif "add" in action:
+                add = action["add"]
+                values = add.get("partitionValues") or {}
+                found = _unparsable(values)
+                if found is not None:
+                    live[unquote(add["path"])] = UnreadableFile(number, add["path"], values,
+                                                                *found)
+    return list(live.values())
+
+
+def _unparsable(values):
+    """(column, value) of a partition value Delta cannot parse as its integer column, or None."""
+    for name, (low, high) in _INTEGER_PARTITIONS.items():
+        value = values.get(name)
+        if value is not None and not (_INTEGER_TEXT.fullmatch(value)
+                                      and low <= int(value) <= high):
+            return name, value
+    return None
+
+
+def tombstone(unreadable):
+    """The remove action of an unreadable file: its path alone (no partition values, which
+    readers of a remove would have to parse)."""
+    return {"remove": {"path": unreadable.path, "deletionTimestamp": int(time.time() * 1000),
+                       "dataChange": True}}

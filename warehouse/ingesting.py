@@ -1,5 +1,5 @@
-"""Ingesting, for the CLI's `ingest` and the Python API alike: options checked as names, the
-files committed, then what the warehouse derives from them brought up to date."""
+"""Ingesting, for the CLI's `ingest` and the Python API alike: options checked as names and
+ranks, the files committed, then what the warehouse derives from them brought up to date."""
 
 from tracewh.ingest.allocator import keep_freed_memory
 from tracewh.ingest.pipeline import IngestOptions, ingest_paths
@@ -7,17 +7,19 @@ from tracewh.ingest.reader import MAX_EVENT_SIZE
 
 from .derived import refresh_derived
 from .errors import FollowUpFailed
-from .names import check_name, check_phase
+from .names import check_name, check_phase, check_rank
 
 
 def ingest_options(run=None, phase=None, rank=None, tags=None, replace=False, strict=False,
                    keep_secrets=False, jobs=1, embedded=False, max_event_size=MAX_EVENT_SIZE,
                    max_json_size=None):
-    """IngestOptions with the run, phase and tags checked (they become paths and literals)."""
+    """IngestOptions with the run, phase, rank and tags checked (they become paths and
+    literals), before anything is read or written."""
     tags = {check_name("tag key", key): check_name("tag value", value)
             for key, value in (tags or {}).items()}
     return IngestOptions(run=None if run is None else check_name("run", run),
-                         phase=None if phase is None else check_phase(phase), rank=rank,
+                         phase=None if phase is None else check_phase(phase),
+                         rank=None if rank is None else check_rank(rank),
                          tags=tags, replace=replace, strict=strict, keep_secrets=keep_secrets,
                          jobs=jobs, embedded=embedded, max_event_size=max_event_size,
                          max_json_size=max_json_size)

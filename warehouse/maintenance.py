@@ -1,16 +1,22 @@
-"""Keeping a warehouse small: vacuum (delete retired files), optimize (merge small files) and
-delete (remove a run).
+"""Keeping a warehouse small and sound: vacuum (delete retired files), optimize (merge small
+files), delete (remove a run) and repair (remove what no command can read).
 
-All run under the writers' lock; vacuum and optimize leave every row as it was. A commit retires files (a
---replace, an optimize, a rolled-back commit) without deleting them, because snapshots taken
+Each holds the writers' lock across everything it commits and its refresh; vacuum and optimize
+leave every row as it was. A commit retires files (a --replace, an optimize, a rolled-back
+commit, a delete) without deleting them, because snapshots taken
 before it still read them; `vacuum` deletes those retired longer ago than the retention, and
 files no commit ever named (left by a killed ingest). `optimize` merges the files of each
 trace in a table (a large trace is written one file per chunk) into files of up to
 TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
 (`dataChange: false`), then a new pointer.
+
+`repair` removes the traces an earlier tracewh committed under a partition value Delta cannot
+read, which made every command fail.
 """
 
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
@@ -40,6 +46,26 @@ class OptimizeResult:
     files_removed: int
     files_added: int
     tables: int
+
+
+@dataclass
+class RemovedTrace:
+    """A trace `repair` removed: where it was filed, and the file it came from (None when its
+    `traces` row was never committed)."""
+
+    trace_id: str
+    run: str
+    phase: str
+    rank: str  # the partition value as committed: no int32
+    source_path: str | None
+    files: int
+
+
+@dataclass
+class RepairResult:
+    traces: list  # [RemovedTrace], one per trace
+    tables: int  # tables they had files in
+
 
 
 @dataclass
@@ -113,15 +139,14 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
 def _delete_unread(catalog, retain_hours):
     """Delete what Delta's VACUUM lists in every table and mart, but for the files of the
     newest snapshot (which the newest versions read, unless a rollback is pending)."""
-    from deltalake import DeltaTable
-
     paths = [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root)
     read = {path for found in catalog.snapshot().paths(catalog.root).values()
             for path in found}
     result = VacuumResult(0, 0)
     for path in [path for path in paths if delta.is_table(path)]:
-        for name in DeltaTable(str(path)).vacuum(retention_hours=retain_hours, dry_run=True,
-                                                 enforce_retention_duration=False):
+        # full: files no commit names too (a killed ingest's), by their age on disk
+        for name in delta.open_table(path).vacuum(retention_hours=retain_hours, dry_run=True,
+                                                 enforce_retention_duration=False, full=True):
             if f"{path}/{name}" in read:
                 continue
             try:
@@ -175,6 +200,68 @@ def _refresh(catalog, result):
     except FollowUpFailed as error:
         error.done = result
         raise
+
+
+def repair(catalog):
+    """Remove the traces committed under a partition value Delta cannot read: a rank beyond
+    int32, which tracewh ingested before it checked ranks. delta-rs refuses to load a table
+    with one such live file, so every command failed on it.
+
+    Under the writers' lock, without its recovery (which loads the tables): per table that
+    holds such files, one commit of Delta removes found from the JSON log (delta-rs cannot
+    load the table to list them); then a pointer past them, where the pointer published the
+    files. Every other trace stays as it was; a commit cut short by the value (the
+    checkpoint of its version failed) is rolled back by the recovery that follows. Run again
+    after an interruption, it finishes the work. The files stay on disk until `vacuum`;
+    their sources can be ingested again with --rank."""
+    with catalog.locked(recover=False):
+        result = _remove_unreadable(catalog)
+        catalog.clean_up()
+        if result.traces:
+            _refresh(catalog, result)
+    return result
+
+
+def _remove_unreadable(catalog):
+    removed = {}  # {trace_id: RemovedTrace}
+    tables = 0
+    with catalog.committing():
+        snapshot = catalog.snapshot()
+        versions = dict(snapshot.versions)
+        for name in TABLES:
+            path = catalog.table_path(name)
+            if not delta.is_table(path):
+                continue
+            published = (delta.unreadable_files(path, versions[name]) if name in versions
+                         else [])
+            unreadable = delta.unreadable_files(path)
+            if unreadable:
+                delta.commit(path, delta.latest_version(path) + 1,
+                             [delta.tombstone(f) for f in unreadable], "REPAIR")
+            if published:  # removed now, or by a repair interrupted before its pointer
+                versions[name] = delta.latest_version(path)
+            files = {f.path: f for f in published + unreadable}
+            tables += bool(files)
+            for unreadable_file in files.values():
+                _count_removed(removed, path, name, unreadable_file)
+        if versions != snapshot.versions:
+            delta.commit(catalog.table_path(TRACES),
+                         delta.latest_version(catalog.table_path(TRACES)) + 1, [], "REPAIR",
+                         catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    return RepairResult(list(removed.values()), tables)
+
+
+def _count_removed(removed, table_path, table, unreadable_file):
+    """Count a removed file to its trace in `removed`; a `traces` file tells its source."""
+    trace_id = delta.trace_id_of(unreadable_file.path)
+    values = unreadable_file.partition_values
+    trace = removed.setdefault(trace_id, RemovedTrace(trace_id, values.get("run"),
+                                                      values.get("phase"), values.get("rank"),
+                                                      None, 0))
+    trace.files += 1
+    row_file = Path(table_path) / unquote(unreadable_file.path)
+    if table == TRACES and row_file.exists():
+        trace.source_path = pq.read_table(row_file, columns=["source_path"])[0][0].as_py()
 
 
 def _groups(files):

@@ -1,13 +1,16 @@
-"""Run, phase and tag names: they become directory names (`run=<run>`) and SQL literals, so they
-keep to an alphabet that is safe in both, and that Spark and Hive do not skip (paths starting
-with `_` or `.` are hidden to them)."""
+"""Run, phase and tag names, and ranks: they become directory names (`run=<run>`,
+`rank=<rank>`), Delta partition values and SQL literals. Names keep to an alphabet that is safe
+in all of them, and that Spark and Hive do not skip (paths starting with `_` or `.` are hidden
+to them); ranks to the range of their int32 column."""
 
+import operator
 import re
 
 from .errors import UsageError
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+RANK_MAX = 2**31 - 1  # rank is an int32 partition column (ingest/schema.py)
 
 
 def check_name(kind, value):
@@ -24,6 +27,35 @@ def check_phase(value):
     """A phase name, case-folded: `Train` and `train` are one phase (file names give lower-case
     words, users type either)."""
     return check_name("phase", value.lower() if isinstance(value, str) else value)
+
+
+def rank_problem(value):
+    """What makes `value` no rank ("is not an integer", "is outside 0..2147483647"), or None.
+    A rank beyond the int32 column is committed as a partition value that Delta cannot parse
+    back: every later read of the table would fail. A bool is not a rank, though Python
+    counts it an int; a NumPy integer is one."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        return "is not an integer"
+    if not 0 <= operator.index(value) <= RANK_MAX:
+        return f"is outside 0..{RANK_MAX}"
+    return None
+
+
+def check_rank(value):
+    """`value` as an int if it is a rank, else raise UsageError saying why."""
+    problem = rank_problem(value)
+    if problem is not None:
+        raise UsageError(f"invalid rank {value!r}: it {problem}")
+    return operator.index(value)
+
+
+def check_partition(run, phase, rank):
+    """Raise UsageError unless run, phase and rank can all be partition values: the last
+    guard before anything is written under `run=<run>/phase=<phase>/rank=<rank>`, whatever
+    gave them."""
+    check_name("run", run)
+    check_name("phase", phase)
+    check_rank(rank)
 
 
 def sanitise_name(value, fallback):

@@ -13,7 +13,7 @@ from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
 from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
 
 from ..ingesting import ingest_files, ingest_options
-from ..names import parse_tag
+from ..names import RANK_MAX, parse_tag
 from .options import ByteSize, exit_after_follow_up, phase_option, work_then_follow_up
 
 
@@ -22,9 +22,9 @@ from .options import ByteSize, exit_after_follow_up, phase_option, work_then_fol
 @click.option("--run", help="Run name [default: the input's directory name].")
 @phase_option("Phase: train, prefill, decode... (stored lower-case) [default: a phase word "
               "of the file name, else unknown].")
-@click.option("--rank", type=click.IntRange(min=0),
-              help="Rank [default: distributedInfo.rank, else a number in the file name "
-                   "(rank-3, worker3), else 0].")
+@click.option("--rank", type=int,  # checked by ingest_options, as the API's
+              help=f"Rank, 0..{RANK_MAX} [default: distributedInfo.rank, else a number in "
+                   "the file name (rank-3, worker3), else 0].")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
               help="Tag stored with the run (git sha, model, config); repeatable.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,

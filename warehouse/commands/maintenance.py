@@ -1,5 +1,6 @@
-"""`tracewh vacuum`, `optimize`, `refresh` and `delete`: deleting retired files, merging small
-ones, deriving the marts and the DuckDB file again, removing a run."""
+"""`tracewh vacuum`, `optimize`, `refresh`, `delete` and `repair`: deleting retired files,
+merging small ones, deriving the marts and the DuckDB file again, removing a run, removing what
+no command can read."""
 
 import sys
 
@@ -103,3 +104,30 @@ def delete(catalog, run, phase, yes):
 def on_terminal():
     """Whether a person may be there to answer (stdin is a terminal)."""
     return sys.stdin.isatty()
+
+
+@click.command()
+@click.pass_obj
+def repair(catalog):
+    """Remove the traces filed under a rank Delta cannot read.
+
+    An earlier tracewh accepted ranks beyond 2147483647 (from --rank or a number in the file
+    name) and committed them as partition values that Delta cannot parse: every command then
+    fails on the table, saying so. This removes those traces (every other stays as it was)
+    and says which files to ingest again, with --rank.
+    """
+    catalog.check_readable()
+    result, follow_up = work_then_follow_up(lambda: maintenance.repair(catalog))
+    if not result.traces:
+        click.echo("nothing to repair: Delta can read every partition value")
+        return
+    for trace in result.traces:
+        source = f" (from {trace.source_path})" if trace.source_path else ""
+        click.echo(f"removed trace {trace.trace_id} of run {trace.run}, phase {trace.phase}, "
+                   f"rank {trace.rank!r}{source}: {trace.files} file"
+                   f"{'' if trace.files == 1 else 's'}; ingest it again with --rank")
+    count = len(result.traces)
+    click.echo(f"repaired: {count} trace{'' if count == 1 else 's'} removed from "
+               f"{result.tables} table{'' if result.tables == 1 else 's'}; their files stay "
+               "on disk until `tracewh vacuum`")
+    exit_after_follow_up(follow_up)

@@ -14,7 +14,6 @@ import io
 import os
 import re
 import shutil
-import time
 import uuid
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
@@ -66,8 +65,6 @@ class IngestOutcome:
     rank: int | None = None
     events: int = 0
     bytes: int = 0
-    started: float = 0.0  # time.monotonic(): one clock for every process of the machine
-    finished: float = 0.0
     error: str | None = None
     warnings: list = field(default_factory=list)
     job: JobSignature | None = None  # what the trace says of the job that wrote it
@@ -171,13 +168,11 @@ def _ingest_files_in_turn(committer, paths, pool, on_done, on_bytes):
         if committer.options.strict and any(o.status == "failed" for o in outcomes):
             outcomes.append(IngestOutcome(printable(path), "skipped"))
             continue
-        started = time.monotonic()
         outcome = committer.known(path)
         if outcome is None:
             file_progress = functools.partial(on_bytes, path) if on_bytes else None
             outcome = committer.commit(_stage_file(committer.catalog, path, committer.options,
                                                    pool, file_progress))
-        outcome.started, outcome.finished = started, time.monotonic()
         outcomes.append(outcome)
         if on_done:
             on_done(outcome)
@@ -189,19 +184,16 @@ def _ingest_files_in_parallel(committer, paths, pool, on_done):
     Under strict, the first failure (in time) cancels the files not started, and files
     staged after it are not committed."""
     outcomes = [IngestOutcome(printable(path), "skipped") for path in paths]
-    futures, started = {}, {}
+    futures = {}
     for index, path in enumerate(paths):
-        started[index] = time.monotonic()
         known = committer.known(path)
         if known is not None:
             outcomes[index] = known
             continue
         futures[pool.submit(_stage_file, committer.catalog, path, committer.options)] = index
     for index, outcome in enumerate(outcomes):
-        if outcome.status == "unchanged":
-            outcome.started = outcome.finished = started[index]
-            if on_done:
-                on_done(outcome)
+        if outcome.status == "unchanged" and on_done:
+            on_done(outcome)
     stopped = False
     for future in concurrent.futures.as_completed(futures):
         if future.cancelled():
@@ -212,7 +204,6 @@ def _ingest_files_in_parallel(committer, paths, pool, on_done):
             staged.discard()
             continue
         outcome = outcomes[index] = committer.commit(staged)
-        outcome.started = started[index]
         if on_done:
             on_done(outcome)
         if committer.options.strict and outcome.status == "failed":
@@ -262,7 +253,7 @@ class _Committer:
         if result.status == "unchanged":
             return _unchanged(staged.outcome.path, result.trace)
         outcome = staged.outcome
-        outcome.status, outcome.finished = result.status, time.monotonic()
+        outcome.status = result.status
         return outcome
 
 
@@ -315,7 +306,6 @@ def _stage_file(catalog, path, options, pool=None, on_bytes=None):
         raise
     if staging is not None:
         shutil.rmtree(staging, ignore_errors=True)
-    outcome.finished = time.monotonic()
     return outcome
 
 

@@ -371,7 +371,7 @@ class TraceReader:
                            "that export_chrome_trace or on_trace_ready writes", start)
             return start + 1
         if first != b"{":
-            self._fail(f"not a JSON trace: starts with {self._buf[start:start + 16]!r}", 0)
+            self._fail(_not_json(self._path, self._buf[start:start + 16]), 0)
         self._prefix = _OBJECT_PREFIX
         return self._open_object(start)
 
@@ -515,3 +515,13 @@ class TraceReader:
     def events(self):
         """Events counted so far (all of them once `chunks()` is exhausted)."""
         return self._events
+
+
+def _not_json(path, head):
+    """What a file that does not start like JSON is, its first bytes shown as text (escaped,
+    quoted), never as a Python repr; a `.gz` name without gzip's magic bytes says so."""
+    text = json.dumps(bytes(head).decode("utf-8", "backslashreplace"), ensure_ascii=False)
+    if str(path).endswith(".gz"):
+        return (f"not gzip (the name ends in .gz, but the file does not start with gzip's "
+                f"bytes 1f 8b) and not JSON either: it starts with {text}")
+    return f"not a JSON trace: it starts with {text}"

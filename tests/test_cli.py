@@ -397,3 +397,35 @@ def test_query_out_parquet_keeps_types_and_every_digit(tracewh, dlrm0, tmp_path)
     refused = tracewh("query", "SELECT 1; SET threads = 1", "--allow-write", "--out",
                       tmp_path / "none.parquet", expect=2)
     assert "not a SELECT" in refused.stderr and not (tmp_path / "none.parquet").exists()
+
+
+def test_a_gz_name_that_is_not_gzip_says_so_in_text(tracewh, tmp_path):
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"not gz\n")
+    result = tracewh("ingest", bad, "--run", "r", expect=2)
+    assert result.output.splitlines()[0] == (
+        f'error: {bad}: not gzip (the name ends in .gz, but the file does not start with '
+        'gzip\'s bytes 1f 8b) and not JSON either: it starts with "not gz\\n" at byte 0')
+    assert "bytearray" not in result.output
+
+
+def test_the_seconds_an_ingest_prints_are_the_command_s_wall_time(tracewh, monkeypatch):
+    """They were the files' own reading (0.1 s of a 1.59 s command): the refresh after, and
+    what comes before, count too."""
+    import re
+    import time
+
+    from tracewh.commands import ingest as command
+
+    real = command.ingest_files
+
+    def slow_refresh(*args, **kwargs):
+        outcomes = real(*args, **kwargs)
+        time.sleep(1.5)  # as a slow refresh of the marts would
+        return outcomes
+
+    monkeypatch.setattr(command, "ingest_files", slow_refresh)
+    out = tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train").stdout
+    seconds = float(re.fullmatch(r"run a: 8 files ingested, [\d,]+ events, [\d.]+ MB, "
+                                 r"([\d.]+) s\n", out).group(1))
+    assert seconds >= 1.5

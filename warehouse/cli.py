@@ -6,6 +6,7 @@ one line too, with status 130.
 """
 
 import importlib
+import time
 
 import click
 
@@ -34,6 +35,7 @@ COMMANDS = {
 }
 
 
+STARTED = "tracewh.started"  # ctx.meta key: when the command line began to run
 INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT
 
 
@@ -52,6 +54,7 @@ class TracewhGroup(click.Group):
         return next(command for command in commands if command.name == name)
 
     def invoke(self, ctx):
+        ctx.meta[STARTED] = time.monotonic()  # what a command's "in N s" counts from
         try:
             return super().invoke(ctx)
         except TracewhError as error:

@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections import defaultdict
 
 import click
@@ -12,6 +13,7 @@ from tracewh.ingest.jobs import mixed_job_warnings
 from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
 from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
 
+from ..cli import STARTED
 from ..ingesting import ingest_files, ingest_options
 from ..names import RANK_MAX, parse_tag
 from .options import ByteSize, exit_after_follow_up, phase_option, work_then_follow_up
@@ -72,7 +74,9 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     with _progress(files) as progress:
         outcomes, follow_up = work_then_follow_up(
             lambda: ingest_files(catalog, files, options, **progress))
-    failed = _report_ingest(outcomes, options.tags)
+    started = click.get_current_context().meta.get(STARTED)
+    failed = _report_ingest(outcomes, options.tags,
+                            None if started is None else time.monotonic() - started)
     for line in mixed_job_warnings(outcomes, run_given=run is not None):
         click.echo(f"warning: {line}", err=True)
     exit_after_follow_up(follow_up, failed)
@@ -98,12 +102,12 @@ def _progress(files):
         yield {"on_done": lambda _outcome: bar.update(1)}
 
 
-def _report_ingest(outcomes, tags):
+def _report_ingest(outcomes, tags, seconds):
     """Print a line per failed or unchanged file, a summary per run and the count of files
     skipped after a failure (--strict); return #failures. An unchanged file stored with other
-    tags than `tags` is a failure: the tags were not applied."""
-    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "started": [],
-                                  "finished": [], "unchanged": 0})
+    tags than `tags` is a failure: the tags were not applied. `seconds`: the command's wall
+    time so far (reading, committing and the refresh after), said once."""
+    by_run = defaultdict(lambda: {"files": 0, "events": 0, "bytes": 0, "unchanged": 0})
     failed = skipped = 0
     for outcome in outcomes:
         if outcome.status == "failed":
@@ -129,16 +133,13 @@ def _report_ingest(outcomes, tags):
         summary["files"] += 1
         summary["events"] += outcome.events
         summary["bytes"] += outcome.bytes
-        summary["started"].append(outcome.started)
-        summary["finished"].append(outcome.finished)
         for warning in outcome.warnings:
             click.echo(f"warning: {outcome.path}: {warning}", err=True)
-    for run, s in by_run.items():
-        # wall time from the run's first file's start to its last file's end (files of a
-        # run ingest side by side: their own times would add up to more than elapsed)
-        seconds = max(s["finished"], default=0) - min(s["started"], default=0)
+    for index, (run, s) in enumerate(by_run.items()):
         line = (f"run {run}: {s['files']} file{'s' if s['files'] != 1 else ''} ingested, "
-                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB, {seconds:.1f} s")
+                f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB")
+        if seconds is not None and index == len(by_run) - 1:
+            line += f", {seconds:.1f} s" + (" in all" if len(by_run) > 1 else "")
         if s["unchanged"]:
             line += f" ({s['unchanged']} unchanged)"
         click.echo(line)

@@ -339,9 +339,8 @@ def _refused_kind(connection, statement):
         return kind
     if kind == "EXPLAIN":
         for explained in _statements(connection, _explained_sql(statement.query)):
-            inner = _refused_kind(connection, explained)
-            if inner is not None or explained.type.name != "SELECT":
-                return f"{kind} {inner or explained.type.name}"
+            if explained.type.name != "SELECT":
+                return f"EXPLAIN {explained.type.name}"
     return None
 
 

@@ -56,8 +56,8 @@ def tree(path):
     return sorted(p.relative_to(path) for p in path.rglob("*"))
 
 
-def literal(path):
-    return "'" + str(path).replace("'", "''") + "'"
+def quoted(path):
+    return query.sql_string(str(path))
 
 
 def refused(result):
@@ -92,7 +92,7 @@ def test_explain_analyze_copy_as_the_second_statement_from_stdin(warehouse, outs
 @pytest.mark.parametrize("reader", ["read_text", "read_csv", "read_blob", "read_json",
                                     "read_parquet"])
 def test_files_outside_the_warehouse_cannot_be_read(tracewh, outside, unchanged, reader):
-    result = tracewh("query", f"SELECT * FROM {reader}({literal(outside)})", expect=None)
+    result = tracewh("query", f"SELECT * FROM {reader}({quoted(outside)})", expect=None)
     refused(result)
     assert "Permission Error" in result.output and "s3cret" not in result.output
 
@@ -112,9 +112,9 @@ def test_system_files_listings_and_urls_are_refused(tracewh, outside, sql):
 
 def test_a_path_cannot_climb_out_of_a_table_directory(tracewh, outside, warehouse):
     climbing = warehouse / "kernels" / ".." / ".." / outside.name
-    refused(tracewh("query", f"SELECT * FROM read_text({literal(climbing)})", expect=None))
+    refused(tracewh("query", f"SELECT * FROM read_text({quoted(climbing)})", expect=None))
     # the warehouse's own state is not a table either
-    refused(tracewh("query", f"SELECT * FROM glob({literal(warehouse / '_tracewh' / '*')})",
+    refused(tracewh("query", f"SELECT * FROM glob({quoted(warehouse / '_tracewh' / '*')})",
                     expect=None))
 
 
@@ -143,7 +143,7 @@ def test_the_confinement_cannot_be_lifted(warehouse, outside, sql):
         with pytest.raises(QueryError, match="the configuration has been locked"):
             query.run_statements(connection, sql, allow_write=True)
         with pytest.raises(QueryError, match="Permission Error"):
-            query.run_statements(connection, f"SELECT * FROM read_text({literal(outside)})")
+            query.run_statements(connection, f"SELECT * FROM read_text({quoted(outside)})")
 
 
 def test_queries_over_tables_and_views_still_work(tracewh, outside, warehouse, tmp_path):
@@ -157,7 +157,7 @@ def test_queries_over_tables_and_views_still_work(tracewh, outside, warehouse, t
     assert plan[0]["explain_key"] == "analyzed_plan"
     # the snapshot's own files, named by their path, are the warehouse's
     kernels = next((warehouse / "kernels").rglob("*.parquet"))
-    assert rows(f"SELECT count(*) AS n FROM read_parquet({literal(kernels)})") == [{"n": 261}]
+    assert rows(f"SELECT count(*) AS n FROM read_parquet({quoted(kernels)})") == [{"n": 261}]
     out = tmp_path / "kernels.parquet"  # written by pyarrow, not by DuckDB
     assert tracewh("query", "SELECT * FROM kernels", "--out", out).stderr == \
         f"wrote 261 rows to {out}\n"
@@ -165,7 +165,7 @@ def test_queries_over_tables_and_views_still_work(tracewh, outside, warehouse, t
 
 def test_allow_write_opens_every_file(tracewh, outside, tmp_path):
     result = tracewh("query", "--allow-write", "--format", "json",
-                     f"SELECT content FROM read_text({literal(outside)})")
+                     f"SELECT content FROM read_text({quoted(outside)})")
     assert json.loads(result.stdout) == [{"content": "s3cret\n"}]
     tracewh("query", "--allow-write", "EXPLAIN ANALYZE COPY (SELECT 1 AS one) TO 'one.csv'")
     assert (tmp_path / "one.csv").read_text() == "one\n1\n"
@@ -176,5 +176,5 @@ def test_the_python_api_has_full_access(warehouse, outside):
     import tracewh
 
     with tracewh.open(warehouse) as wh:
-        assert wh.sql(f"SELECT content FROM read_text({literal(outside)})").fetchall() == \
+        assert wh.sql(f"SELECT content FROM read_text({quoted(outside)})").fetchall() == \
             [("s3cret\n",)]

@@ -10,7 +10,13 @@ relations and plain dicts.
 A Warehouse answers from one snapshot: the one of its first query, until its own `ingest`
 (or `reload()`) moves it to the newest. Tables, views and macros are those of `tracewh
 query`; statements run on an in-memory DuckDB connection, so a CREATE TEMP TABLE is the
-notebook's own and nothing reaches the warehouse but `ingest`.
+notebook's own.
+
+`sql` has DuckDB's full access, as `tracewh query --allow-write`: it runs in the user's own
+process, which can read any file anyway, and a notebook joins its own DataFrames by name and
+COPYs results out (DuckDB's confinement would refuse both). It is therefore no guard for SQL
+from others: run that with `tracewh query`, or `tracewh.query.query_warehouse`, which check
+it and confine DuckDB to the warehouse's tables.
 """
 
 from pathlib import Path
@@ -41,12 +47,12 @@ class Warehouse:
     def connection(self):
         """The DuckDB connection the queries run on (made at first use)."""
         if self._connection is None:
-            self._connection = connect(self.path, self.rules)
+            self._connection = connect(self.path, self.rules, allow_write=True)
         return self._connection
 
     def sql(self, query, params=None):
         """A DuckDB relation of `query` over every run: `.df()`, `.pl()`, `.arrow()`,
-        `.fetchall()`, or more SQL on it."""
+        `.fetchall()`, or more SQL on it. Full access: see the module's docstring."""
         return self.connection.sql(query, params=params)
 
     def runs(self):

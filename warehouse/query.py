@@ -4,6 +4,11 @@ Table views read exactly the files of the warehouse's newest snapshot (see `cata
 ingest committing meanwhile is either wholly in or wholly out), with the Hive partition
 columns first. The
 connection is in-memory; nothing is written unless the caller allows it.
+
+SQL from users is hostile: a read-only query is checked statement by statement
+(`check_read_only`), and the connection it runs on is confined by DuckDB's own settings
+(`confine`), so that a statement the check lets through still cannot read or write a file
+outside the warehouse's tables, reach the network, load an extension or lift the confinement.
 """
 
 import functools
@@ -13,6 +18,8 @@ import itertools
 import json
 import os
 import re
+import tempfile
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -202,19 +209,22 @@ def library_connection(rules=None):
     return connection
 
 
-def connect(root, rules_file=None, runs=None, tables=None):
+def connect(root, rules_file=None, runs=None, tables=None, allow_write=False):
     """An in-memory DuckDB connection with every table and library view defined, over one
     snapshot of the warehouse, or over some runs of it only: DuckDB reads the Hive partition
     values of every file a view lists each time the view is bound (0.09 s per 8,000 files),
     so a question about two runs of a thousand is asked of those two. With `tables`, only
     those tables' files are listed (the others look empty): for a query that reads no
-    other."""
+    other. The connection is `confine`d to the warehouse's tables unless `allow_write`
+    gives it DuckDB's full access (files anywhere, the network, extensions, settings)."""
     catalog = Catalog(root)
     catalog.check_readable()
     snapshot = catalog.snapshot()
     paths = snapshot.paths(root, runs, tables)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output
+    if not allow_write:
+        confine(connection, root)
 
     def table_view(table):
         files = paths.get(table.name, [])
@@ -223,6 +233,25 @@ def connect(root, rules_file=None, runs=None, tables=None):
 
     define_library(connection, snapshot, effective_rules(root, rules_file), table_view)
     return connection
+
+
+def confine(connection, root):
+    """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
+    external access off, it opens no file but under the warehouse's table directories (the
+    files the snapshot names), so read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and
+    URLs fail; it installs and loads no extension; and the locked configuration cannot be
+    SET back. Python objects are not scanned by name either. DuckDB's allow-list serves
+    reading and writing alike (it has no read-only one): only COPY writes into it, and the
+    statement check refuses COPY. Spilling goes to a private directory that DuckDB creates
+    when needed and removes at close (the default, .tmp in the working directory, would be
+    allowed as well)."""
+    tables = [f"{Path(root) / name}/" for name in TABLES]
+    spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
+    for setting, value in (("temp_directory", str(spill)), ("allowed_directories", tables),
+                           ("autoinstall_known_extensions", False),
+                           ("autoload_known_extensions", False),
+                           ("enable_external_access", False), ("lock_configuration", True)):
+        connection.execute(f"SET {setting} = ?", [value])
 
 
 def define_library(connection, snapshot, rules, table_view):
@@ -292,15 +321,48 @@ def _live_texts():
 
 
 def check_read_only(connection, sql):
-    """Refuse statements that write, copy out, attach, install or change settings; return the
-    statements."""
+    """Refuse statements that write, copy out, attach, install or change settings, also under
+    an EXPLAIN (EXPLAIN ANALYZE runs its statement); return the statements."""
     statements = _statements(connection, sql)
     for statement in statements:
-        kind = statement.type.name
-        if kind not in READ_ONLY_STATEMENTS:
+        kind = _refused_kind(connection, statement)
+        if kind is not None:
             raise QueryError(f"{kind} statements are refused: queries are read-only "
                              "(use --allow-write to run them)")
     return statements
+
+
+def _refused_kind(connection, statement):
+    """None for a statement that only reads; else its kind, as the refusal names it."""
+    kind = statement.type.name
+    if kind not in READ_ONLY_STATEMENTS:
+        return kind
+    if kind == "EXPLAIN":
+        for explained in _statements(connection, _explained_sql(statement.query)):
+            if explained.type.name != "SELECT":
+                return f"EXPLAIN {explained.type.name}"
+    return None
+
+
+def _explained_sql(text):
+    """The statement an EXPLAIN statement's `text` explains: what follows EXPLAIN, ANALYZE
+    and a parenthesised option list, read with DuckDB's own tokenizer (comments may stand
+    between the words; DuckDB reports the statement as EXPLAIN only)."""
+    tokens = duckdb.tokenize(text)
+    ends = [offset for offset, _ in tokens[1:]] + [len(text)]
+    words = [(offset, text[offset:end].strip().lower())
+             for (offset, kind), end in zip(tokens, ends) if kind != duckdb.token_type.comment]
+    position = 1  # words[0] is EXPLAIN
+    if position < len(words) and words[position][1] in ("analyze", "analyse"):
+        position += 1
+    if position < len(words) and words[position][1] == "(":
+        depth = 0
+        for position in range(position, len(words)):
+            depth += {"(": 1, ")": -1}.get(words[position][1], 0)
+            if depth == 0:
+                break
+        position += 1
+    return text[words[position][0]:] if position < len(words) else ""
 
 
 def _statements(connection, sql):
@@ -347,17 +409,19 @@ def query_to_parquet(root, sql, path, rules_file=None, allow_write=False):
     """Run every statement of `sql` and write the last one's result to `path` as Parquet,
     its types kept (DuckDB's Arrow result; zstd); return the number of rows. The file
     appears whole or not at all."""
-    connection = connect(root, rules_file, *_scope_of(sql, allow_write))
-    statements = _statements(connection, sql) if allow_write else check_read_only(connection, sql)
-    if statements[-1].type.name != "SELECT":
-        raise QueryError(f"the last statement is a {statements[-1].type.name}, not a SELECT: "
-                         "it has no rows to write")
-    try:
-        for statement in statements[:-1]:
-            _result(connection.execute(statement))  # fetched: the connection is free again
-        table = connection.sql(statements[-1].query).to_arrow_table()
-    except duckdb.Error as error:
-        raise QueryError(_one_line(error)) from None
+    with connect(root, rules_file, *_scope_of(sql, allow_write),
+                 allow_write=allow_write) as connection:
+        statements = (_statements(connection, sql) if allow_write
+                      else check_read_only(connection, sql))
+        if statements[-1].type.name != "SELECT":
+            raise QueryError(f"the last statement is a {statements[-1].type.name}, not a "
+                             "SELECT: it has no rows to write")
+        try:
+            for statement in statements[:-1]:
+                _result(connection.execute(statement))  # fetched: the connection is free again
+            table = connection.sql(statements[-1].query).to_arrow_table()
+        except duckdb.Error as error:
+            raise QueryError(_one_line(error)) from None
     target = Path(path)
     temporary = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, temporary, compression="zstd")
@@ -369,7 +433,8 @@ def query_warehouse(root, sql, rules_file=None, allow_write=False):
     """Connect and run every statement of `sql`: a list of (columns, rows). A read-only query
     about given runs (see `runs_a_query_names`) is asked of a connection over those runs."""
     runs, tables = _scope_of(sql, allow_write)
-    return run_statements(connect(root, rules_file, runs, tables), sql, allow_write=allow_write)
+    with connect(root, rules_file, runs, tables, allow_write=allow_write) as connection:
+        return run_statements(connection, sql, allow_write=allow_write)
 
 
 def _scope_of(sql, allow_write):
@@ -382,4 +447,8 @@ def _scope_of(sql, allow_write):
 
 
 def _one_line(error):
-    return " ".join(str(error).split())
+    text = " ".join(str(error).split())
+    if isinstance(error, duckdb.PermissionException):  # the confinement: say what it is
+        text = (" ".join(str(error).split("\nLINE ")[0].split())
+                + " (a query reads the warehouse's tables only; --allow-write gives full access)")
+    return text

@@ -1,7 +1,9 @@
 """Which runs, phases and ranks a command names: checked against the warehouse, with errors
 that say what there is instead (close run names, a run's phases and ranks)."""
 
+import contextlib
 import difflib
+import logging
 
 from .errors import UsageError
 
@@ -85,7 +87,8 @@ def runs_a_query_names(sql):
     from sqlglot import exp
 
     try:
-        statements = sqlglot.parse(sql, read="duckdb")
+        with _quiet(logging.getLogger("sqlglot")):
+            statements = sqlglot.parse(sql, read="duckdb")
     except sqlglot.errors.ParseError:
         return None
     if len(statements) != 1 or not isinstance(statements[0], exp.Select):
@@ -103,6 +106,19 @@ def runs_a_query_names(sql):
         if named is not None:
             runs = named if runs is None else runs & named
     return None if runs is None else (runs, sources[0].name.lower())
+
+
+@contextlib.contextmanager
+def _quiet(logger):
+    """Without `logger`'s warnings: sqlglot warns on stderr of every statement it parses as a
+    mere command (EXPLAIN, PRAGMA...), which is no news to the user and would make a refusal
+    or an answer two lines."""
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _runs_of(condition):

@@ -24,7 +24,9 @@ TERMINAL_ROWS = 40
                    f"[default: {TERMINAL_ROWS} on a terminal, else all; csv, json, markdown "
                    f"and --out always hold every row]")
 @click.option("--allow-write", is_flag=True,
-              help="Allow statements other than SELECT (COPY, ATTACH, INSTALL, SET...).")
+              help="Give the SQL DuckDB's full access: statements other than SELECT "
+                   "(COPY, ATTACH, INSTALL, SET...) and files and URLs outside the "
+                   "warehouse's tables, which a query otherwise cannot read.")
 @RULES_OPTION
 @click.pass_obj
 def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):

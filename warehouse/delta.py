@@ -75,12 +75,7 @@ def latest_version(path):
     """The table's newest version, found from its last checkpoint onwards without listing or
     loading the log."""
     log = Path(path) / LOG_DIR
-    try:
-        version = json.loads((log / "_last_checkpoint").read_text())["version"]
-    except FileNotFoundError:
-        version = 0
-    except (ValueError, KeyError, OSError) as error:
-        raise WarehouseError(f"{log}: unreadable _last_checkpoint ({error})") from None
+    version = last_checkpoint(path)
     if not (log / f"{version:020d}.json").exists() and version != 0:
         raise WarehouseError(f"{log}: version {version} is missing")
     while (log / f"{version + 1:020d}.json").exists():
@@ -90,16 +85,81 @@ def latest_version(path):
 
 def commit_info(path, version):
     """The commitInfo action of one version (its custom keys included), or {}."""
-    file = Path(path) / LOG_DIR / f"{version:020d}.json"
+    file = commit_file(path, version)
     try:
         with open(file) as handle:
+            empty = True
             for line in handle:
+                empty = False
                 action = json.loads(line)
                 if "commitInfo" in action:
                     return action["commitInfo"]
     except (OSError, ValueError) as error:
         raise WarehouseError(f"{file}: unreadable commit ({error})") from None
+    if empty:  # no commit has no action: emptied from outside, and its pointer lost with it
+        raise DamagedLog(path, version, "empty")
     return {}
+
+
+def commit_file(path, version):
+    return Path(path) / LOG_DIR / f"{version:020d}.json"
+
+
+class DamagedLog(WarehouseError):
+    """A commit file that is empty or not JSON lines: damaged from outside (tracewh writes
+    each one whole, then links it in place). Its actions are lost, so the table's rows of
+    that version are not known: only a copy of the file brings them back."""
+
+    def __init__(self, path, version, problem):
+        super().__init__(f"{commit_file(path, version)}: {problem}: version {version} of table "
+                         f"{Path(path).name} was damaged outside tracewh, and its rows with it: "
+                         "restore the file from a backup, or ingest the traces again into a "
+                         "new warehouse")
+        self.path, self.version = Path(path), version
+
+
+def check_commits(path, first, last, read=False):
+    """Raise DamagedLog for the first commit file of versions first..last that is empty (a
+    stat each) or, with `read`, not JSON lines."""
+    for version in range(first, last + 1):
+        file = commit_file(path, version)
+        try:
+            if not read:
+                if file.stat().st_size == 0:
+                    raise DamagedLog(path, version, "empty")
+                continue
+            text = file.read_text()
+        except FileNotFoundError:
+            continue  # older versions cleaned up, or a missing one delta-rs reports itself
+        except (OSError, UnicodeDecodeError) as error:
+            raise DamagedLog(path, version, f"unreadable ({error})") from None
+        if not text:
+            raise DamagedLog(path, version, "empty")
+        for number, line in enumerate(text.splitlines(), 1):
+            try:
+                json.loads(line)
+            except ValueError:
+                raise DamagedLog(path, version, f"cut or corrupt (line {number} is not "
+                                                "JSON)") from None
+
+
+def first_replayed(path, version):
+    """The first commit file that loading `version` replays: the one after its checkpoint."""
+    checkpoint = last_checkpoint(path)
+    return (checkpoint + 1 if checkpoint <= version
+            else version - version % CHECKPOINT_INTERVAL)  # an older checkpoint, or none
+
+
+def last_checkpoint(path):
+    """The version of the table's last checkpoint (delta-rs replays the commits after it
+    only), or 0."""
+    try:
+        return json.loads((Path(path) / LOG_DIR / "_last_checkpoint").read_text())["version"]
+    except FileNotFoundError:
+        return 0
+    except (ValueError, KeyError, TypeError, OSError) as error:
+        raise WarehouseError(f"{Path(path) / LOG_DIR}: unreadable _last_checkpoint "
+                             f"({error})") from None
 
 
 def add_action(data_file, data_change=True):
@@ -205,13 +265,30 @@ def load(path, version):
     reads `traces` for its runs and again for the snapshot's files, an ingest reads it at
     every commit (a load costs ~70 ms at 8,000 files; delta-rs's incremental update cost
     as much, measured)."""
-    from deltalake import DeltaTable
-
     key = (version, _creation_mark(path))
     kept = _LOADED.get(str(path))
     if kept is None or kept[0] != key:
-        kept = _LOADED[str(path)] = (key, DeltaTable(str(path), version=version))
+        kept = _LOADED[str(path)] = (key, _open(path, version))
     return kept[1]
+
+
+def _open(path, version):
+    """delta-rs's table at `version`, its log checked: delta-rs reads an emptied commit file
+    as a commit of no actions (its rows silently gone), so every commit it replays is
+    checked to be non-empty (a stat each, at most 99); a commit it cannot parse is named in
+    one line instead of a Rust error with its backtrace."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    first = first_replayed(path, version)
+    check_commits(path, first, version)
+    try:
+        return DeltaTable(str(path), version=version)
+    except DeltaError as error:
+        check_commits(path, first, version, read=True)
+        problem = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise WarehouseError(f"{path}: cannot read version {version} of the Delta table "
+                             f"({problem})") from None
 
 
 # {table path: ((version, creation mark), DeltaTable)}: the last version this process loaded.

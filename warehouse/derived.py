@@ -35,7 +35,7 @@ def refresh_derived(catalog):
         rules = effective_rules(catalog.root)
         done = {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
         done_file = catalog.state / DONE_FILE
-        if (catalog.root / FILE_NAME).exists() and _read_json(done_file) == done:
+        if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)}:
             return DerivedRefresh(up_to_date=True)
         try:
             started = time.perf_counter()
@@ -50,8 +50,18 @@ def refresh_derived(catalog):
             raise RefreshInterrupted(f"interrupted: what was committed stays; the marts and "
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
-        done_file.write_text(json.dumps(done))
+        done_file.write_text(json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
+
+
+def _stamp(path):
+    """[size, modification time] of the DuckDB file as written, or None: a file changed or
+    replaced since (damaged, say) is written again, at the cost of a stat."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def _read_json(path):

@@ -8,6 +8,7 @@ is found by counting: every event of a trace lands in exactly one event table, a
 (`numRecords`): a log that lost actions, or a checkpoint that misses files, disagrees.
 """
 
+import collections
 import os
 from pathlib import Path
 
@@ -28,25 +29,30 @@ _TRACE_ID = r"(?:^|/)(?P<trace_id>[^/]+?)-[^/]*$"  # every file is <trace_id>-<p
 
 def check_counts(root, snapshot, runs=None):
     """Raise WarehouseError when a trace's rows in the event tables, as their logs count
-    them, are not its `traces` row's events (of `runs`, or all). Files without statistics
-    (written by another engine) cannot be counted: then nothing is checked."""
+    them, are not its `traces` row's events (of `runs`, or all). The totals are compared
+    first (in Arrow: ~1 ms at 8,000 files), each trace only when they differ. Files without
+    statistics (written by another engine) cannot be counted: then nothing is checked."""
     if TRACES not in snapshot.versions:
         return
     traces = _add_actions(root, TRACES, snapshot, runs)
-    if "min.events" not in traces.column_names or traces["min.events"].null_count:
+    tables = [_add_actions(root, table, snapshot, runs)
+              for table in EVENT_TABLES if table in snapshot.versions]
+    if ("min.events" not in traces.column_names or traces["min.events"].null_count
+            or any(table["num_records"].null_count for table in tables)):
         return
-    counted = [_rows_per_trace(_add_actions(root, table, snapshot, runs))
-               for table in EVENT_TABLES if table in snapshot.versions]
-    if any(table is None for table in counted):
+    if _total(traces["min.events"]) == sum(_total(table["num_records"]) for table in tables):
         return
-    rows = pa.concat_tables(counted).group_by("trace_id").aggregate([("rows", "sum")])
-    found = dict(zip(rows["trace_id"].to_pylist(), rows["rows_sum"].to_pylist()))
+    held = collections.Counter()
+    for table in tables:
+        names = pc.struct_field(pc.extract_regex(table["path"], _TRACE_ID), "trace_id")
+        for trace_id, rows in zip(names.to_pylist(), table["num_records"].to_pylist()):
+            held[trace_id] += rows
     for trace in traces.to_pylist():
-        events, held = trace["min.events"], found.get(trace["min.trace_id"], 0)
-        if events != held:
+        events, rows = trace["min.events"], held[trace["min.trace_id"]]
+        if events != rows:
             raise WarehouseError(
                 f"{root}: trace {trace['min.trace_id']} ({_partition(trace)}) counts "
-                f"{events:,} events, but the tables' Delta logs hold {held:,} rows of it: a "
+                f"{events:,} events, but the tables' Delta logs hold {rows:,} rows of it: a "
                 "log was changed outside tracewh: restore its _delta_log/ files from a "
                 f"backup, or ingest {_source(root, trace)} again with --replace")
 
@@ -69,15 +75,11 @@ def missing_file_error(root, table, paths):
 
 
 def _add_actions(root, table, snapshot, runs):
-    return delta._actions(delta.load(Path(root) / table, snapshot.versions[table]), runs)
+    return delta.add_actions(Path(root) / table, snapshot.versions[table], runs)
 
 
-def _rows_per_trace(actions):
-    """(trace_id, rows) of a table's add actions; None if a file's count is unknown."""
-    if actions["num_records"].null_count:
-        return None
-    names = pc.struct_field(pc.extract_regex(actions["path"], _TRACE_ID), "trace_id")
-    return pa.table({"trace_id": names, "rows": pc.cast(actions["num_records"], pa.int64())})
+def _total(column):
+    return pc.sum(column).as_py() or 0
 
 
 def _partition(trace):

@@ -240,10 +240,15 @@ def changes(path, first, last):
     added, removed = set(), set()
     for version in range(first + 1, last + 1):
         try:
-            lines = (Path(path) / LOG_DIR / f"{version:020d}.json").read_text().splitlines()
+            actions = [json.loads(line)
+                       for line in commit_file(path, version).read_text().splitlines()]
         except FileNotFoundError:
             return None
-        for action in map(json.loads, lines):
+        except ValueError:
+            raise DamagedLog(path, version, "cut or corrupt (not JSON lines)") from None
+        if not actions:
+            raise DamagedLog(path, version, "empty")
+        for action in actions:
             for kind, gains, losses in (("add", added, removed), ("remove", removed, added)):
                 if kind in action:
                     name = unquote(action[kind]["path"])

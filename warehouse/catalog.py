@@ -411,17 +411,17 @@ class Catalog:
     def _checked_latest(self, table, committed):
         """The table's newest version, its log checked for damage (DamagedLog): the commits
         that the snapshot's version replays are not empty, its own and those after it are
-        JSON lines. A damaged newest commit after it, of a writer killed before its pointer,
+        whole. A damaged newest commit after it, of a writer killed before its pointer,
         is what a rollback would undo: it is set aside in _tracewh/damaged/ (unless a
         checkpoint was made of it)."""
         path = self.table_path(table)
         latest = delta.latest_version(path)
         delta.check_commits(path, delta.first_replayed(path, committed), committed - 1)
-        delta.check_commits(path, committed, committed, read=True)
         try:
-            delta.check_commits(path, committed + 1, latest, read=True)
+            delta.check_commits(path, committed, latest, read="end")
         except delta.DamagedLog as damage:
-            if damage.version != latest or latest % delta.CHECKPOINT_INTERVAL == 0:
+            if (damage.version != latest or latest == committed  # the snapshot reads it
+                    or latest % delta.CHECKPOINT_INTERVAL == 0):
                 raise
             aside = self.state / "damaged"
             aside.mkdir(exist_ok=True)

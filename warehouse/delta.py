@@ -118,29 +118,38 @@ class DamagedLog(WarehouseError):
         self.path, self.version = Path(path), version
 
 
-def check_commits(path, first, last, read=False):
+def check_commits(path, first, last, read=None):
     """Raise DamagedLog for the first commit file of versions first..last that is empty (a
-    stat each) or, with `read`, not JSON lines."""
+    stat each); with read="end", whose last line is not a whole JSON object (its last bytes
+    read: what a cut leaves); with read="all", that is not JSON lines (every line parsed:
+    ~50 ms for 8,000 actions, so where delta-rs failed only)."""
     for version in range(first, last + 1):
         file = commit_file(path, version)
         try:
-            if not read:
-                if file.stat().st_size == 0:
+            with open(file, "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size == 0:
                     raise DamagedLog(path, version, "empty")
-                continue
-            text = file.read_text()
+                if read == "end":
+                    handle.seek(max(0, size - 64))
+                    if not handle.read().rstrip().endswith(b"}"):
+                        raise DamagedLog(path, version, "cut (its last line is not whole)")
+                elif read == "all":
+                    handle.seek(0)
+                    _check_lines(path, version, handle)
         except FileNotFoundError:
             continue  # older versions cleaned up, or a missing one delta-rs reports itself
-        except (OSError, UnicodeDecodeError) as error:
+        except OSError as error:
             raise DamagedLog(path, version, f"unreadable ({error})") from None
-        if not text:
-            raise DamagedLog(path, version, "empty")
-        for number, line in enumerate(text.splitlines(), 1):
-            try:
-                json.loads(line)
-            except ValueError:
-                raise DamagedLog(path, version, f"cut or corrupt (line {number} is not "
-                                                "JSON)") from None
+
+
+def _check_lines(path, version, handle):
+    for number, line in enumerate(handle, 1):
+        try:
+            json.loads(line)
+        except ValueError:
+            raise DamagedLog(path, version, f"cut or corrupt (line {number} is not "
+                                            "JSON)") from None
 
 
 def first_replayed(path, version):
@@ -295,7 +304,7 @@ def _open(path, version):
     try:
         return DeltaTable(str(path), version=version)
     except DeltaError as error:
-        check_commits(path, first, version, read=True)
+        check_commits(path, first, version, read="all")
         problem = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise WarehouseError(f"{path}: cannot read version {version} of the Delta table "
                              f"({problem})") from None

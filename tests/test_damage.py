@@ -216,3 +216,12 @@ def test_a_directory_of_other_files_is_still_not_a_warehouse(tracewh, warehouse)
     one_line_error(tracewh("query", "SELECT 1", expect=None), "is not a tracewh warehouse")
     assert tracewh("refresh", expect=2).stderr.count("\n") == 1
     assert not (warehouse / "_tracewh").exists()
+
+
+def test_rows_of_a_trace_whose_traces_row_was_lost_are_found_by_counting(tracewh, warehouse,
+                                                                        damaged):
+    commit = newest_commit(warehouse, "traces")  # r1's traces row and the pointer
+    commit.write_text(commit.read_text().splitlines()[0] + "\n")
+    one_line_error(tracewh("query", "SELECT count(*) FROM kernels", expect=None),
+                   f"the event tables hold {damaged['r1']['events']:,} rows of trace "
+                   f"{damaged['r1']['trace_id']}, which has no traces row")

@@ -55,6 +55,12 @@ def check_counts(root, snapshot, runs=None):
                 f"{events:,} events, but the tables' Delta logs hold {rows:,} rows of it: a "
                 "log was changed outside tracewh: restore its _delta_log/ files from a "
                 f"backup, or ingest {_source(root, trace)} again with --replace")
+    unlisted = sorted(set(held) - set(traces["min.trace_id"].to_pylist()))
+    if unlisted:  # rows of a trace that `traces` does not hold: its log lost the row
+        raise WarehouseError(
+            f"{root}: the event tables hold {held[unlisted[0]]:,} rows of trace {unlisted[0]}, "
+            f"which has no traces row: the traces log was changed outside tracewh: restore its "
+            "_delta_log/ files from a backup")
 
 
 def missing_file_error(root, table, paths):

@@ -25,6 +25,7 @@ log alone. Files a commit retires stay on disk (older versions still name them) 
 import concurrent.futures
 import contextlib
 import datetime
+import errno
 import fcntl
 import json
 import os
@@ -161,6 +162,7 @@ class Catalog:
         self._traces = {}  # {(run, phase): (traces version, [StoredTrace])}: see traces_of
         self._lock = threading.RLock()  # this process's threads, in turn, hold the flock
         self._lock_depth = 0  # how many `locked` of this catalog's thread are open
+        self._logs_checked = False  # by this object's first lock: see locked
 
     def __getstate__(self):
         """A catalog sent to a worker process (which stages files): without this process's
@@ -194,6 +196,11 @@ class Catalog:
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
         names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
         if names and STATE_DIR not in names:
+            if self.lost_state():
+                raise WarehouseError(f"{self.root}: its {STATE_DIR}/ is gone, but its tables are "
+                                     f"a tracewh warehouse's: `tracewh refresh` recreates "
+                                     f"{STATE_DIR}/ (put back kernel_rules.toml by hand, if it "
+                                     "held one)")
             raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
                                  f"and no {STATE_DIR}/ (pass --warehouse DIR)")
         if (self.state / OLD_MANIFEST).exists():
@@ -216,6 +223,20 @@ class Catalog:
         return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / FILE_NAME,
                 self.root / MARTS_DIR, *tables, *marts,
                 *(path / delta.LOG_DIR for path in tables + marts)]
+
+    def lost_state(self):
+        """True when the state directory is gone but the tables are a tracewh warehouse's
+        (its `traces` log holds a pointer): everything in it but the kernel rules is made
+        again by a writer (lock, derived.json) or not needed (staging files of dead ingests;
+        the commit marker, whose loss the first lock's check of every table covers)."""
+        return not self.state.exists() and self.snapshot() is not EMPTY_SNAPSHOT
+
+    def restore_state(self):
+        """Recreate a lost state directory (see lost_state); True if it was."""
+        if not self.lost_state():
+            return False
+        self.state.mkdir()
+        return True
 
     def snapshot(self):
         """The newest consistent snapshot; an empty one for a warehouse not yet written."""
@@ -287,8 +308,10 @@ class Catalog:
     def locked(self, check_all=False, recover=True):
         """Hold the writers' lock, with every table created and the tables back at the
         newest pointer, undoing what an interrupted commit wrote: one whose marker file is
-        still there, or any commit without a pointer with `check_all` (probing every table's
-        log costs ~2 ms per table at 8,000 commits, too much to pay at every commit).
+        still there, or any commit without a pointer with `check_all` and at the first lock
+        of a command, which also checks the logs for damage before anything is written on
+        them (probing every table's log costs ~2 ms per table at 8,000 commits, too much to
+        pay at every commit).
 
         Re-entrant, so that a command holds it across everything it commits (a vacuum's
         deletes and its refresh, an optimize's commits and its refresh) while what it calls
@@ -302,7 +325,9 @@ class Catalog:
             try:
                 if recover:
                     self._create_tables()
-                    self._recover(check_all or (self.state / COMMITTING).exists())
+                    self._recover(check_all or not self._logs_checked
+                                  or (self.state / COMMITTING).exists())
+                    self._logs_checked = True
                 yield
             finally:
                 self._lock_depth -= 1
@@ -311,10 +336,19 @@ class Catalog:
                     os.close(handle)
 
     def _take_flock(self):
-        """The lock file's descriptor, flock'ed (not through a link: see `links`)."""
+        """The lock file's descriptor, flock'ed (not through a link: see `links`). Opening it
+        is the first write of every writer, so a warehouse that cannot be written is refused
+        here, in one line."""
         self.check_not_foreign()
-        self.state.mkdir(parents=True, exist_ok=True)
-        handle = links.open_no_follow(self.state / LOCK, os.O_RDWR | os.O_CREAT)
+        try:
+            self.state.mkdir(parents=True, exist_ok=True)
+            handle = links.open_no_follow(self.state / LOCK, os.O_RDWR | os.O_CREAT)
+        except OSError as error:
+            if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise WarehouseError(f"cannot write to the warehouse {self.root}: read-only "
+                                 f"({error.strerror}: {error.filename}); commands that only "
+                                 "read it still work") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX)
         except BaseException:
@@ -430,6 +464,27 @@ class Catalog:
         delta.commit(traces, versions[TRACES] + 1, [], "CREATE TRACEWH WAREHOUSE",
                      self.pointer(versions, 0, ()))
 
+    def _checked_latest(self, table, committed):
+        """The table's newest version, its log checked for damage (DamagedLog): the commits
+        that the snapshot's version replays are not empty, its own and those after it are
+        whole. A damaged newest commit after it, of a writer killed before its pointer,
+        is what a rollback would undo: it is set aside in _tracewh/damaged/ (unless a
+        checkpoint was made of it)."""
+        path = self.table_path(table)
+        latest = delta.latest_version(path)
+        delta.check_commits(path, delta.first_replayed(path, committed), committed - 1)
+        try:
+            delta.check_commits(path, committed, latest, read="end")
+        except delta.DamagedLog as damage:
+            if (damage.version != latest or latest == committed  # the snapshot reads it
+                    or latest % delta.CHECKPOINT_INTERVAL == 0):
+                raise
+            aside = self.state / "damaged"
+            aside.mkdir(exist_ok=True)
+            os.replace(delta.commit_file(path, latest), aside / f"{table}-{latest:020d}.json")
+            latest -= 1
+        return latest
+
     def _recover(self, check_tables):
         """Roll every table back to the newest pointer's version (Delta removes of files a
         killed commit added, re-adds of files it removed), then drop staging directories of
@@ -440,7 +495,7 @@ class Catalog:
         moved = False
         for table in TABLES if check_tables else ():
             path = self.table_path(table)
-            latest = delta.latest_version(path)
+            latest = self._checked_latest(table, versions[table])
             if latest == versions[table]:
                 continue
             before = {f.path: f for f in self.live_files(table, versions[table])}

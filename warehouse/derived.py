@@ -41,7 +41,7 @@ def refresh_derived(catalog):
         done_file = catalog.state / DONE_FILE
         recompute_file = catalog.state / RECOMPUTE_FILE
         recompute = set(_read_json(recompute_file) or [])
-        if (catalog.root / FILE_NAME).exists() and _read_json(done_file) == done \
+        if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)} \
                 and not recompute:
             return DerivedRefresh(up_to_date=True)
         try:
@@ -49,7 +49,7 @@ def refresh_derived(catalog):
             marts = refresh_marts(catalog, snapshot, rules, recompute)
             between = time.perf_counter()
             write_duckdb_file(catalog, snapshot, rules)
-            links.write_text(done_file, json.dumps(done))
+            links.write_text(done_file, json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
             recompute_file.unlink(missing_ok=True)
         except (OSError, duckdb.Error) as error:  # the caller says what it committed
             raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "
@@ -67,6 +67,16 @@ def mark_for_recompute(catalog, run):
     with catalog.locked():
         path = catalog.state / RECOMPUTE_FILE
         links.write_text(path, json.dumps(sorted(set(_read_json(path) or []) | {run})))
+
+
+def _stamp(path):
+    """[size, modification time] of the DuckDB file as written, or None: a file changed or
+    replaced since (damaged, say) is written again, at the cost of a stat."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def _read_json(path):

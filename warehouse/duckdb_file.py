@@ -51,7 +51,11 @@ def write_duckdb_file(catalog, snapshot, rules):
     target = root / FILE_NAME
     if target.exists():
         shutil.copyfile(target, temporary)
-    connection = _connect(temporary)
+    try:
+        connection = _connect(temporary)
+    except duckdb.Error:  # not a DuckDB file (damaged from outside): written whole instead
+        temporary.unlink()
+        connection = _connect(temporary)
     try:
         if not _follow_commits(connection, root, snapshot, shape):
             connection.close()

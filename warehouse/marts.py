@@ -16,6 +16,7 @@ mart commit records the warehouse's commit sequence number it reflects), and dro
 warehouse no longer holds; a mart written from other SQL or other kernel rules is rebuilt.
 """
 
+import shutil
 import uuid
 from dataclasses import dataclass, field
 
@@ -105,13 +106,17 @@ def _newest_seq_of_runs(catalog, snapshot):
 
 
 def _plan(path, newest, snapshot, fingerprint):
-    if not delta.is_table(path):
+    try:
+        if not delta.is_table(path):
+            return MartPlan(None, True, set(newest))
+        version = delta.latest_version(path)
+        state = delta.commit_info(path, version).get(STATE_KEY)
+        if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
+            return MartPlan(version, True, set(newest))
+        live = delta.live_files(path, version)
+    except delta.DamagedLog:  # damaged from outside; what it derives is made again whole
+        shutil.rmtree(path)
         return MartPlan(None, True, set(newest))
-    version = delta.latest_version(path)
-    state = delta.commit_info(path, version).get(STATE_KEY)
-    if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
-        return MartPlan(version, True, set(newest))
-    live = delta.live_files(path, version)
     return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
                     {f.run for f in live} - set(newest), live)
 

@@ -30,6 +30,7 @@ from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
 from .catalog import EMPTY_SNAPSHOT, TRACES, Catalog
 from .errors import QueryError
+from .integrity import check_counts, missing_file_error
 from .scope import check_runs, runs_a_query_names
 from .rules import create_rules_table, default_rules, effective_rules, rules_fingerprint
 
@@ -221,6 +222,8 @@ def connect(root, rules_file=None, runs=None, tables=None, allow_write=False):
     catalog.check_readable()
     snapshot = catalog.snapshot()
     paths = snapshot.paths(root, runs, tables)
+    if tables is None:  # every table listed: counting their rows costs no more reading
+        check_counts(root, snapshot, runs)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output
     if not allow_write:
@@ -229,7 +232,13 @@ def connect(root, rules_file=None, runs=None, tables=None, allow_write=False):
     def table_view(table):
         files = paths.get(table.name, [])
         connection.execute(f"SET VARIABLE {files_variable(table)} = ?", [files])
-        connection.execute(table_view_sql(table, bool(files)))
+        try:
+            connection.execute(table_view_sql(table, bool(files)))
+        except duckdb.IOException:  # binding opens the files: say which one is gone
+            missing = missing_file_error(root, table.name, files)
+            if missing is None:
+                raise
+            raise missing from None
 
     define_library(connection, snapshot, effective_rules(root, rules_file), table_view)
     return connection

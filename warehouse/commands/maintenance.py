@@ -7,8 +7,10 @@ import sys
 import click
 
 from .. import maintenance
+from ..catalog import STATE_DIR
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
+from ..integrity import check_counts
 from ..names import check_name
 from .options import exit_after_follow_up, phase_option, work_then_follow_up
 
@@ -59,9 +61,15 @@ def refresh(catalog):
 
     Every ingest, optimize and vacuum does this itself, for the runs it changed: run it after
     editing the warehouse's kernel rules (_tracewh/kernel_rules.toml), which every mart's
-    classes follow, or after a command was killed before it was done.
+    classes follow, or after a command was killed before it was done. It checks the tables'
+    logs against the traces they hold, rebuilds a damaged tracewh.duckdb, and recreates a
+    deleted _tracewh/.
     """
+    if catalog.restore_state():
+        click.echo(f"recreated {STATE_DIR}/, which was gone (the kernel rules it held, if any, "
+                   f"must be put back as {STATE_DIR}/kernel_rules.toml)", err=True)
     catalog.check_readable()
+    check_counts(catalog.root, catalog.snapshot())
     result = refresh_derived(catalog)
     if result.up_to_date:
         click.echo(f"up to date: marts/ and {FILE_NAME} were derived from the newest snapshot")

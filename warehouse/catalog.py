@@ -52,6 +52,7 @@ FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json
 TRACES = "traces"
 OLD_MANIFEST = "manifest.json"
 COMMITTING = "committing"  # present while a commit is under way
+DAMAGED = "damaged"  # damaged commits of killed writers, set aside
 LOCK = "lock"
 STAGING = "staging"
 
@@ -216,7 +217,7 @@ class Catalog:
         from .duckdb_file import FILE_NAME
         from .marts import MARTS, MARTS_DIR, mart_path
 
-        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DONE_FILE,
+        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DAMAGED, DONE_FILE,
                                                  RECOMPUTE_FILE)]
         tables = [self.table_path(name) for name in TABLES]
         marts = [mart_path(self.root, name) for name in MARTS]
@@ -479,7 +480,7 @@ class Catalog:
             if (damage.version != latest or latest == committed  # the snapshot reads it
                     or latest % delta.CHECKPOINT_INTERVAL == 0):
                 raise
-            aside = self.state / "damaged"
+            aside = self.state / DAMAGED
             aside.mkdir(exist_ok=True)
             os.replace(delta.commit_file(path, latest), aside / f"{table}-{latest:020d}.json")
             latest -= 1

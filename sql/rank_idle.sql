@@ -49,9 +49,10 @@ steps AS (
 ),
 step_busy AS (
   -- a trace's busy intervals are disjoint: their parts inside a step add up to its busy time
+  -- (CASE, since DuckDB's least and greatest skip the NULLs of a step without activity)
   SELECT s.run, s.phase, s.rank, s.trace_id, s.event_index, s.start_ns, s.end_ns,
-         coalesce(sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)), 0)
-           AS busy_ns
+         coalesce(sum(CASE WHEN b.start_ns IS NOT NULL THEN least(b.end_ns, s.end_ns)
+                           - greatest(b.start_ns, s.start_ns) END), 0) AS busy_ns
   FROM steps AS s
   LEFT JOIN busy AS b
     ON b.run = s.run AND b.phase = s.phase AND b.rank = s.rank AND b.trace_id = s.trace_id

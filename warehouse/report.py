@@ -44,9 +44,6 @@ class Name:
     text: str
     full: str
 
-    def __str__(self):
-        return self.text
-
 
 def _names(names):
     """{stored name: Name} for display: mangled C++ names demangled, long ones shortened."""
@@ -249,7 +246,8 @@ def _class_histograms(connection, scope):
     return Section(
         "class-histograms", "Duration histograms per class",
         "Durations of all GPU work of each class, all ranks together, in power-of-two "
-        "buckets; the bucket at 0 holds zero durations (empty memsets...).", chart, ("class", "from (µs)", "to (µs)", "kernels", "total (ms)"),
+        "buckets; the bucket at 0 holds zero durations (empty memsets...).", chart,
+        ("class", "from (µs)", "to (µs)", "kernels", "total (ms)"),
         [(cls, us(lower), us(upper), kernels, ms(total))
          for cls, lower, upper, kernels, total in rows])
 

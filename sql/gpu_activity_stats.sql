@@ -10,7 +10,8 @@
 --   category           kernel, gpu_memcpy, gpu_memset, cuda_sync, gpu_user_annotation (and
 --                      vendors' kernel categories, such as mtia_ccp_events)
 --   name               full name
---   short_name         name without template arguments and parameters
+--   short_name         name without parameters and template arguments but the first
+--                      template argument's name (`kernel_name_classes`)
 --   class              communication, computation, memory, sync or other
 --   count              number of executions
 --   total_ns           sum of durations, ns

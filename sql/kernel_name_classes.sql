@@ -15,8 +15,15 @@
 --   class        communication, computation, memory, sync or other
 --   collective   all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast,
 --                dispatch, combine or other; NULL unless class is communication
---   short_name   the name without template arguments and parameters (kernels only;
---                other categories keep their name), for grouping across builds
+--   short_name   for kernels, the name without parameters and template arguments but the
+--                first template argument that is a name, itself without its arguments:
+--                `cutlass::device_kernel<flash::FlashAttnBwd>`, `at::native::
+--                vectorized_elementwise_kernel<at::native::CUDAFunctor_add>`; other
+--                categories keep their name. Worked out from the name alone, so a kernel has
+--                the same short name in every run (what `diff --by short_name` matches
+--                across builds whose tile sizes or dtypes differ), while kernels that only
+--                share a wrapper template (the four `cutlass::device_kernel` of DeepSeek's
+--                GEMMs and FlashAttention) stay apart
 CREATE OR REPLACE VIEW kernel_name_classes AS
 WITH names AS NOT MATERIALIZED (
   SELECT DISTINCT run, category, coalesce(name_id, 0) AS name_key, name FROM kernel_names
@@ -39,18 +46,31 @@ collectives AS (
   FROM matches
   WHERE target = 'collective'
   GROUP BY run, category, name_key
+),
+cleaned AS (
+  SELECT *, replace(replace(name, '(anonymous namespace)::', ''), 'void ', '') AS plain
+  FROM names
+),
+plain_names AS (
+  SELECT run, category, name_key, name,
+         trim(split_part(split_part(plain, '<', 1), '(', 1)) AS base_name,
+         -- the first template argument that is a name (numbers and true/false skipped), up
+         -- to its own template arguments or parameters
+         regexp_extract(plain, '^[^<(]*<(?: *(?:[-+]?[0-9][A-Za-z0-9_.]*|true|false) *,)*'
+                        || ' *([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)', 1)
+           AS template_argument
+  FROM cleaned
 )
 SELECT n.run, n.category, n.name_key, n.name,
        coalesce(c.class, 'other') AS class,
        CASE WHEN c.class = 'communication' THEN coalesce(x.collective, 'other') END
          AS collective,
        CASE
-         WHEN n.category = 'kernel' THEN trim(split_part(split_part(
-           replace(replace(n.name, '(anonymous namespace)::', ''), 'void ', ''), '<', 1),
-           '(', 1))
-         ELSE n.name
+         WHEN n.category <> 'kernel' THEN n.name
+         WHEN n.template_argument <> '' THEN n.base_name || '<' || n.template_argument || '>'
+         ELSE n.base_name
        END AS short_name
-FROM names AS n
+FROM plain_names AS n
 LEFT JOIN classes AS c
   ON c.run = n.run AND c.category = n.category AND c.name_key = n.name_key
 LEFT JOIN collectives AS x

@@ -6,6 +6,7 @@ title and axis labels with units; the report puts a caption and the numbers unde
 """
 
 import io
+import math
 import re
 
 import matplotlib
@@ -13,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: draw to files only
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "none",  # text stays text, not paths
@@ -32,9 +33,20 @@ CLASS_COLORS = {"communication": "#d1495b", "computation": "#00798c", "memory": 
 PART_COLORS = {"exposed communication": "#d1495b", "overlapped": "#edae49",
                "computation only": "#00798c", "other GPU work": "#8d6a9f", "idle": "#d9d9d9"}
 SERIES_COLORS = ("#00798c", "#d1495b", "#edae49", "#30638e", "#8d6a9f", "#6a994e")
+# One line per rank up to a dozen ranks, each its own color (tab10 and two more); past that,
+# lines would repeat colors or blur together, and the ranks are drawn as a heat map instead.
+RANK_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+               "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#8c6d31")
 _XML_PROLOGUE = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.DOTALL)  # creator and date
-_PLAIN = FuncFormatter(lambda value, _position: f"{value:,g}")
+_UNITS = ((1e6, "s"), (1e3, "ms"), (1, "µs"), (1e-3, "ns"))
+
+
+def duration_label(microseconds):
+    """A tick label for a duration in µs, in the unit that keeps it short: '10 ms', '100 ns'."""
+    for scale, unit in _UNITS:
+        if microseconds >= scale or scale == _UNITS[-1][0]:
+            return f"{microseconds / scale:g} {unit}"
 
 
 def _svg(figure):
@@ -88,20 +100,31 @@ def horizontal_bars(labels, values, colors, title, xlabel, legend):
     return _svg(figure)
 
 
-def histograms(panels, title, xlabel, ylabel):
-    """Small multiples of log2-bucket histograms: panels are (title, lower bounds, counts,
-    color); bars sit on a log x axis at their bucket's lower bound."""
+def histograms(panels, title, xlabel, ylabel, zero_label="0"):
+    """Small multiples of log2-bucket histograms: panels are (title, lower bounds in µs,
+    counts, color); bars sit on a log x axis at their bucket's lower bound. A lower bound of 0
+    is the bucket of zero durations (or, for latencies, of zero or less): it has no place on a
+    log axis, so it gets its own slot a tick step left of the others, labelled `zero_label`,
+    instead of being drawn over the smallest bucket."""
     columns = min(len(panels), 3)
     rows = (len(panels) + columns - 1) // columns
     figure, grid = plt.subplots(rows, columns, figsize=(3.6 * columns, 2.5 * rows),
                                 squeeze=False)
     for axes, (name, lowers, counts, color) in zip(grid.flat, panels):
-        positions = [max(lower, 0.5) for lower in lowers]
+        ticks = _decade_ticks([lower for lower in lowers if lower > 0] or [1.0])
+        right = max(max(lowers) * 2, ticks[0] * 10) * 1.2
+        zero_slot = ticks[0] / (ticks[1] / ticks[0]) if len(ticks) > 1 else ticks[0] / 10
+        positions = [lower if lower > 0 else zero_slot for lower in lowers]
         axes.bar(positions, counts, width=[p * 0.9 for p in positions], align="edge",
                  color=color)
-        axes.set_xscale("log", base=2)
-        axes.xaxis.set_major_formatter(_PLAIN)  # 4096, not 2^12 (and no slow mathtext)
+        axes.set_xscale("log")
+        shown = ([zero_slot] if 0 in lowers else []) + ticks
+        axes.xaxis.set_major_locator(FixedLocator(shown))
+        axes.xaxis.set_major_formatter(FuncFormatter(
+            lambda value, _position, zero=zero_slot: zero_label if value == zero
+            else duration_label(value)))
         axes.xaxis.set_minor_locator(NullLocator())
+        axes.set_xlim(shown[0] / 1.6, right)
         axes.set_title(name if len(name) <= 42 else name[:30] + "…" + name[-11:], fontsize=9)
         axes.set_xlabel(xlabel)
         axes.set_ylabel(ylabel)
@@ -112,15 +135,48 @@ def histograms(panels, title, xlabel, ylabel):
     return _svg(figure)
 
 
+def _decade_ticks(values, most=5):
+    """Powers of ten (in µs) spanning `values`, every decade or every few, at most `most`
+    ticks: a panel 3.6 inches wide has room for five labels such as '100 ms', where one per
+    power of two ('4,09616,384') ran into each other."""
+    low = math.floor(math.log10(min(values)))
+    high = max(low + 1, math.floor(math.log10(max(values) * 2)))  # a bucket ends at 2x
+    step = max(1, math.ceil((high - low) / (most - 1)))
+    return [10.0 ** exponent for exponent in range(low, high + 1, step)]
+
+
 def lines(series, title, xlabel, ylabel):
-    """Points joined by lines, one series per name ({name: (xs, ys)})."""
+    """Points joined by lines, one series per name ({name: (xs, ys)}), each its own color:
+    at most len(RANK_COLORS) series (`heat_map` draws more)."""
+    if len(series) > len(RANK_COLORS):
+        raise ValueError(f"{len(series)} series: more than {len(RANK_COLORS)} colors")
     figure, axes = plt.subplots(figsize=(9, 3.2))
-    for index, (name, (xs, ys)) in enumerate(series.items()):
-        axes.plot(xs, ys, marker="o", markersize=3, linewidth=1, label=name,
-                  color=SERIES_COLORS[index % len(SERIES_COLORS)])
+    for color, (name, (xs, ys)) in zip(RANK_COLORS, series.items()):
+        axes.plot(xs, ys, marker="o", markersize=3, linewidth=1, label=name, color=color)
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    if 1 < len(series) <= 16:
+    if len(series) > 1:
         axes.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return _svg(figure)
+
+
+def heat_map(row_labels, column_labels, values, title, xlabel, ylabel, unit):
+    """One cell per (row, column), colored by its value (None: no cell): 64 or 128 ranks stay
+    apart where lines would share colors. Drawn as vector cells, so the page fetches nothing."""
+    figure, axes = plt.subplots(figsize=(9, min(9.0, 1.2 + 0.09 * len(row_labels))))
+    cells = [[math.nan if v is None else v for v in row] for row in values]
+    mesh = axes.pcolormesh(cells, cmap="viridis", edgecolors="face", linewidth=0.5)
+    colorbar = figure.colorbar(mesh, ax=axes, pad=0.01)
+    colorbar.set_label(unit)
+    axes.invert_yaxis()
+    every = max(1, math.ceil(len(row_labels) / 16))
+    axes.set_yticks([i + 0.5 for i in range(0, len(row_labels), every)],
+                    row_labels[::every])
+    step = max(1, math.ceil(len(column_labels) / 12))
+    axes.set_xticks([i + 0.5 for i in range(0, len(column_labels), step)],
+                    column_labels[::step])
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
     return _svg(figure)

@@ -145,11 +145,23 @@ def _shorten(text, limit=MAX_CELL):
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _shortened(column):
+    """A column's cells shortened to MAX_CELL characters, or wider where that would make
+    distinct values look the same (GEMMs whose names differ past the 48th character)."""
+    width, distinct = MAX_CELL, set(column)
+    longest = max(map(len, distinct), default=0)
+    while width < longest and len({_shorten(t, width) for t in distinct}) < len(distinct):
+        width += 8
+    return [_shorten(text, width) for text in column]
+
+
 def _table(columns, rows, width, max_rows=0):
     total = len(rows)
     if max_rows and total > max_rows:
         rows = rows[:max_rows]
-    cells = [[_shorten(cell) for cell in row] for row in _rows_as_text(columns, rows)]
+    text = _rows_as_text(columns, rows)
+    columns_text = [_shortened([row[i] for row in text]) for i in range(len(columns))]
+    cells = [list(row) for row in zip(*columns_text)] if rows else []
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     shown, used = [], 0
     for index, column_width in enumerate(widths):

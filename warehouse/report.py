@@ -12,12 +12,14 @@ import html
 from dataclasses import dataclass, field
 
 from . import charts
+from .demangle import demangle
 from .diff import DiffOptions, diff_runs
 from .scope import check_runs, choose_phase, known_runs
 
 TOP_KERNELS = 15
 HISTOGRAM_KERNELS = 6
 DIFF_ROWS = 25
+NAME_WIDTH = 60  # characters of a kernel name shown; the cell's title holds all of it
 
 
 @dataclass
@@ -30,6 +32,24 @@ class Section:
     chart: str | None  # SVG text, or None when there is nothing to draw
     columns: tuple = ()
     rows: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)  # figures not to read at face value
+    empty: str = "Nothing to show."  # said in place of the table when there are no rows
+
+
+@dataclass(frozen=True)
+class Name:
+    """A kernel name as shown (demangled, shortened) and the exact stored name (the table
+    cell's title, for the tooltip and for copying into a query)."""
+
+    text: str
+    full: str
+
+
+def _names(names):
+    """{stored name: Name} for display: mangled C++ names demangled, long ones shortened."""
+    names = list(dict.fromkeys(names))
+    readable = demangle(names)
+    return {name: Name(_short(readable.get(name, name), NAME_WIDTH), name) for name in names}
 
 
 def ms(ns):
@@ -66,28 +86,39 @@ def _rows(connection, sql, scope):
     return connection.execute(sql, scope).fetchall()
 
 
+NO_COMMUNICATION = ("This run has no communication kernels (no NCCL, RCCL, DeepEP... kernel "
+                    "in the communication class): there is no communication to overlap or "
+                    "expose.")
+
+
 def _overlap(connection, scope):
     rows = _rows(connection, "SELECT rank, comm_ns, overlap_ns, overlap_ratio FROM overlap "
                              "WHERE run = ? AND phase = ? ORDER BY rank", scope)
+    if not any(comm for _, comm, *_ in rows):
+        return Section("overlap", "Overlap per rank", NO_COMMUNICATION, None,
+                       empty="No communication: nothing to chart.")
     ratios = [100 * (ratio or 0) for *_, ratio in rows]
     chart = charts.bars([str(r[0]) for r in rows], {"overlap": ratios},
                         "Communication hidden under computation", "% of communication time",
-                        xlabel="rank") if rows else None
+                        xlabel="rank")
     return Section(
         "overlap", "Overlap per rank",
         "Share of each rank's communication time (NCCL, RCCL, DeepEP... kernels, all streams "
         "pooled) during which computation kernels also ran. Higher is better.", chart,
         ("rank", "communication (ms)", "overlapped (ms)", "overlap (%)"),
-        [(rank, ms(comm), ms(overlap), None if ratio is None else 100 * ratio)
+        [(rank, ms(comm), ms(overlap), "no communication" if ratio is None else 100 * ratio)
          for rank, comm, overlap, ratio in rows])
 
 
 def _exposed(connection, scope):
     rows = _rows(connection, "SELECT rank, exposed_comm_ns, comm_ns FROM overlap "
                              "WHERE run = ? AND phase = ? ORDER BY rank", scope)
+    if not any(comm for *_, comm in rows):
+        return Section("exposed", "Exposed communication per rank", NO_COMMUNICATION, None,
+                       empty="No communication: nothing to chart.")
     chart = charts.bars([str(r[0]) for r in rows], {"exposed": [ms(r[1]) for r in rows]},
                         "Exposed communication", "ms", colors={"exposed": "#d1495b"},
-                        xlabel="rank") if rows else None
+                        xlabel="rank")
     return Section(
         "exposed", "Exposed communication per rank",
         "Communication time not hidden under computation: the GPU waits on the network. "
@@ -99,21 +130,38 @@ def _exposed(connection, scope):
 def _gpu_time(connection, scope):
     rows = _rows(connection, """
         SELECT t.rank, t.comm_ns - t.overlap_ns, t.overlap_ns, t.compute_ns - t.overlap_ns,
-               t.busy_ns - (t.comm_ns + t.compute_ns - t.overlap_ns), t.span_ns - t.busy_ns
+               t.busy_ns - (t.comm_ns + t.compute_ns - t.overlap_ns), t.span_ns - t.busy_ns,
+               i.step_idle_ns, i.largest_gap_ns, i.gap_dominated, i.span_ns
         FROM rank_gpu_time AS t
+        JOIN rank_idle AS i ON i.run = t.run AND i.phase = t.phase AND i.rank = t.rank
         WHERE t.run = ? AND t.phase = ? AND t.span_ns IS NOT NULL ORDER BY t.rank""", scope)
     parts = list(charts.PART_COLORS)
     chart = charts.bars([str(r[0]) for r in rows],
                         {part: [ms(r[i + 1]) for r in rows] for i, part in enumerate(parts)},
                         "GPU time per rank", "ms", stacked=True, colors=charts.PART_COLORS,
                         xlabel="rank") if rows else None
+    stretched = [r for r in rows if r[8]]
+    steps = [ms(r[6]) for r in stretched if r[6] is not None]
+    warnings = [
+        f"{_ranks(stretched)}: one gap of {_span([ms(r[7]) for r in stretched], '{:,.3f} ms')} "
+        f"makes {_span([100 * r[7] / r[5] for r in stretched], '{:.1f}%')} of the idle time "
+        f"({_span([100 * r[7] / r[9] for r in stretched], '{:.1f}%')} of the span): the "
+        "span's idle time and utilisation describe that pause (stray activity far apart, a "
+        "wait before the first kernel), not the workload; "
+        + (f"inside the steps the GPU was idle {_span(steps, '{:,.3f} ms')}." if steps else
+           "there is no ProfilerStep#N window to measure the idle time inside.")
+    ] if stretched else []
     return Section(
         "gpu-time", "Where each rank's GPU time goes",
         "From the first to the last GPU activity of each capture (all streams pooled): "
         "communication not hidden, communication overlapped with computation, computation "
-        "alone, other GPU work (memory copies, sync) and idle time. The bars sum to the span.",
-        chart, ("rank", *(f"{part} (ms)" for part in parts)),
-        [(r[0], *map(ms, r[1:])) for r in rows])
+        "alone, other GPU work (memory copies, sync) and idle time. The bars sum to the span. "
+        "Beside the idle time of the whole span, the table gives the idle time inside the "
+        "ProfilerStep#N windows and the largest single gap.",
+        chart, ("rank", *(f"{part} (ms)" for part in parts), "idle within steps (ms)",
+                "largest gap (ms)"),
+        [(r[0], *map(ms, r[1:6]), "no steps" if r[6] is None else ms(r[6]), ms(r[7]))
+         for r in rows], warnings)
 
 
 def _top_kernels(connection, scope):
@@ -123,8 +171,9 @@ def _top_kernels(connection, scope):
         FROM kernel_stats WHERE run = ? AND phase = ?
         GROUP BY short_name, class ORDER BY total_ns DESC, short_name LIMIT {TOP_KERNELS}""",
                  scope)
+    names = _names(r[0] for r in rows)
     chart = charts.horizontal_bars(
-        [_short(r[0]) for r in rows], [ms(r[3]) for r in rows],
+        [names[r[0]].text for r in rows], [ms(r[3]) for r in rows],
         [charts.CLASS_COLORS.get(r[1], "#9a9a9a") for r in rows],
         f"Top {len(rows)} kernels by total time, all ranks", "ms",
         {c: charts.CLASS_COLORS[c] for c in dict.fromkeys(r[1] for r in rows)
@@ -132,53 +181,53 @@ def _top_kernels(connection, scope):
     return Section(
         "top-kernels", "Top kernels",
         "GPU kernels, copies and syncs by total time over all ranks, grouped by short name "
-        "(template arguments removed) and colored by class. GPU annotation ranges are windows, "
-        "not work, and are left out.", chart,
-        ("kernel", "class", "executions", "total (ms)", "share of kernel time (%)"),
-        [(name, cls, count, ms(total), share) for name, cls, count, total, share in rows])
+        "(template arguments and parameters removed but the first template argument's name, "
+        "so that kernels sharing a wrapper template such as cutlass::device_kernel stay apart; "
+        "the same names as `tracewh diff --by short_name`) and colored by class. Mangled C++ "
+        "names are shown demangled and long names shortened: a name's cell holds the exact "
+        "name as its tooltip. GPU annotation ranges are windows, not work, and are left out.",
+        chart, ("kernel", "class", "executions", "total (ms)", "share of kernel time (%)"),
+        [(names[name], cls, count, ms(total), share)
+         for name, cls, count, total, share in rows])
 
 
 def _kernel_histograms(connection, scope):
     rows = _rows(connection, f"""
         WITH top AS (
-          SELECT name, min(short_name) AS short_name, min(class) AS class,
-                 sum(total_ns) AS total_ns
+          SELECT short_name, min(class) AS class, sum(total_ns) AS total_ns
           FROM kernel_stats WHERE run = $1 AND phase = $2
-          GROUP BY name ORDER BY total_ns DESC, name LIMIT {HISTOGRAM_KERNELS}
+          GROUP BY short_name ORDER BY total_ns DESC, short_name LIMIT {HISTOGRAM_KERNELS}
+        ),
+        named AS (
+          SELECT DISTINCT s.name, t.short_name
+          FROM kernel_stats AS s JOIN top AS t ON t.short_name = s.short_name
+          WHERE s.run = $1 AND s.phase = $2
         )
-        SELECT t.short_name, t.class, h.lower_ns, h.upper_ns, sum(h.kernels) AS kernels,
-               t.total_ns, t.name
-        FROM kernel_histogram AS h JOIN top AS t ON t.name = h.name
+        SELECT t.short_name, t.class, h.lower_ns, h.upper_ns, sum(h.kernels) AS kernels
+        FROM kernel_histogram AS h
+        JOIN named AS n ON n.name = h.name
+        JOIN top AS t ON t.short_name = n.short_name
         WHERE h.run = $1 AND h.phase = $2
-        GROUP BY ALL ORDER BY t.total_ns DESC, t.name, h.lower_ns""", scope)
-    labels = _distinct_labels(dict.fromkeys((name, short_name) for short_name, *_, name in rows))
+        GROUP BY ALL ORDER BY max(t.total_ns) DESC, t.short_name, h.lower_ns""", scope)
+    labels = _names(r[0] for r in rows)
     panels = {}
-    for _short_name, cls, lower, _upper, kernels, _total, name in rows:
-        panel = panels.setdefault(name, [labels[name], [], [], charts.CLASS_COLORS.get(cls)])
+    for short_name, cls, lower, _upper, kernels in rows:
+        panel = panels.setdefault(short_name,
+                                  [labels[short_name].text, [], [], charts.CLASS_COLORS.get(cls)])
         panel[1].append(us(lower))
         panel[2].append(kernels)
     chart = charts.histograms([tuple(p) for p in panels.values()],
                               "Duration histograms of the top kernels",
-                              "duration (µs, log scale)", "kernels") if panels else None
+                              "duration (log scale)", "kernels") if panels else None
     return Section(
         "kernel-histograms", "Duration histograms of the top kernels",
-        f"How the durations of the {len(panels)} kernels with the most total time spread, all "
-        "ranks together, in power-of-two buckets. Two humps mean two behaviours (message "
-        "sizes, contention).", chart,
+        f"How the durations of the {len(panels)} kernels with the most total time spread "
+        "(by short name, as in the top kernels), all ranks together, in power-of-two buckets "
+        "(a bucket at 0 holds zero durations). Two humps mean two behaviours (message sizes, "
+        "contention).", chart,
         ("kernel", "class", "from (µs)", "to (µs)", "kernels"),
-        [(labels[name], cls, us(lower), us(upper), kernels)
-         for _short_name, cls, lower, upper, kernels, _total, name in rows])
-
-
-def _distinct_labels(names):
-    """{full name: short name}, numbered where kernels of different full names share a short
-    name (template instances): 'vectorized_elementwise_kernel (2)'."""
-    seen = {}
-    labels = {}
-    for name, short_name in names:
-        seen[short_name] = seen.get(short_name, 0) + 1
-        labels[name] = short_name if seen[short_name] == 1 else f"{short_name} ({seen[short_name]})"
-    return labels
+        [(labels[short_name], cls, us(lower), us(upper), kernels)
+         for short_name, cls, lower, upper, kernels in rows])
 
 
 def _class_histograms(connection, scope):
@@ -192,12 +241,13 @@ def _class_histograms(connection, scope):
         panel[1].append(us(lower))
         panel[2].append(kernels)
     chart = charts.histograms([tuple(p) for p in panels.values()],
-                              "Duration histograms per class", "duration (µs, log scale)",
+                              "Duration histograms per class", "duration (log scale)",
                               "kernels") if panels else None
     return Section(
         "class-histograms", "Duration histograms per class",
         "Durations of all GPU work of each class, all ranks together, in power-of-two "
-        "buckets.", chart, ("class", "from (µs)", "to (µs)", "kernels", "total (ms)"),
+        "buckets; the bucket at 0 holds zero durations (empty memsets...).", chart,
+        ("class", "from (µs)", "to (µs)", "kernels", "total (ms)"),
         [(cls, us(lower), us(upper), kernels, ms(total))
          for cls, lower, upper, kernels, total in rows])
 
@@ -206,6 +256,11 @@ def _rank_skew(connection, scope):
     rows = _rows(connection, """
         SELECT class, ranks, min_ns, median_ns, max_ns, slowest_rank, max_over_median
         FROM rank_skew WHERE run = ? AND phase = ? AND level = 'class' ORDER BY class""", scope)
+    if all(ranks < 2 for _, ranks, *_ in rows):
+        return Section("rank-skew", "Rank skew",
+                       "One rank: rank skew compares the per-rank totals of each class across "
+                       "ranks, and needs two or more.", None,
+                       empty="A single rank has no skew.")
     chart = charts.bars([r[0] for r in rows],
                         {"min": [ms(r[2]) for r in rows], "median": [ms(r[3]) for r in rows],
                          "max": [ms(r[4]) for r in rows]},
@@ -230,20 +285,73 @@ def _launch_latency(connection, scope):
         )
         SELECT bucket, count(*) FROM latencies GROUP BY bucket ORDER BY bucket""", scope)
     summary = _rows(connection, """
-        SELECT rank, launches, p50_ns, p90_ns, max_ns FROM launch_latency_summary
+        SELECT rank, launches, p50_ns, p90_ns, max_ns, first_ns FROM launch_latency_summary
         WHERE run = ? AND phase = ? ORDER BY rank""", scope)
     lowers = [0 if bucket < 0 else 2 ** bucket / 1e3 for bucket, _ in buckets]
     chart = charts.histograms([("all ranks", lowers, [n for _, n in buckets], "#30638e")],
-                              "Launch latency", "from launch call to kernel start (µs, log "
-                              "scale)", "kernels") if buckets else None
+                              "Launch latency", "from launch call to kernel start (log scale)",
+                              "kernels", zero_label="≤ 0") if buckets else None
     return Section(
         "launch-latency", "Launch latency",
         "Time from the runtime call that launched each GPU activity to its start on the GPU, "
         "in power-of-two buckets (a bucket at 0 holds latencies of 0 or less, from clock "
         "offsets). A long tail means the GPU queue was full; short latencies with idle time "
         "mean the CPU could not keep up.", chart,
-        ("rank", "launches", "p50 (µs)", "p90 (µs)", "max (µs)"),
-        [(rank, n, us(p50), us(p90), us(top)) for rank, n, p50, p90, top in summary])
+        ("rank", "launches", "p50 (µs)", "p90 (µs)", "max (µs)", "first launch (µs)"),
+        [(rank, n, us(p50), us(p90), us(top), us(first))
+         for rank, n, p50, p90, top, first in summary], _latency_warnings(summary))
+
+
+QUEUED_NS = 1_000_000  # a median launch latency past 1 ms is a queue, not launch overhead
+OUTLIER_RATIO = 100  # a longest latency 100x the median is a few outliers
+
+
+def _latency_warnings(summary):
+    """What not to read at face value in the launch latencies: a median that measures a
+    queue (the first launch already waiting, or the CPU far ahead of the GPU), and maxima
+    that are a few outliers."""
+    queued = [r for r in summary if r[2] >= QUEUED_NS]
+    first = [r for r in queued if r[5] is not None and 2 * r[5] >= r[2]]
+    ahead = [r for r in queued if r not in first]
+    outliers = [r for r in summary
+                if r[4] >= QUEUED_NS and r[4] >= OUTLIER_RATIO * max(r[2], 1)]
+    warnings = []
+    if first:
+        warnings.append(
+            f"{_ranks(first)}: the first launch already waited "
+            f"{_span([ms(r[5]) for r in first], '{:,.3f} ms')} before its activity started, "
+            "and later activities queued behind it: the median launch latency "
+            f"({_span([ms(r[2]) for r in first], '{:,.3f} ms')}) measures that queue, not "
+            "launch overhead.")
+    if ahead:
+        warnings.append(
+            f"{_ranks(ahead)}: the median launch latency "
+            f"({_span([ms(r[2]) for r in ahead], '{:,.3f} ms')}) is over 1 ms: the CPU ran "
+            "that far ahead of the GPU and these latencies measure queued work, not launch "
+            "overhead.")
+    if outliers:
+        warnings.append(
+            f"{_ranks(outliers)}: the longest launch latency is "
+            f"{_span([r[4] / max(r[2], 1) for r in outliers], '{:,.0f}x')} the median: a few "
+            "outliers, not the usual latency (the launch_latency view lists them, longest "
+            "first, with the export command of each).")
+    return warnings
+
+
+def _ranks(rows, listed=8):
+    """'Rank 3', 'Ranks 0, 1, 5', or '64 ranks (0 to 63)' past `listed` ranks."""
+    ranks = [row[0] for row in rows]
+    if len(ranks) == 1:
+        return f"Rank {ranks[0]}"
+    if len(ranks) <= listed:
+        return "Ranks " + ", ".join(map(str, ranks))
+    return f"{len(ranks)} ranks ({min(ranks)} to {max(ranks)})"
+
+
+def _span(values, form):
+    """One figure, or the range of several: '7.836 ms', '0.320 ms to 1.083 ms'."""
+    low, high = form.format(min(values)), form.format(max(values))
+    return low if low == high else f"{low} to {high}"
 
 
 def _steps(connection, scope):
@@ -253,17 +361,31 @@ def _steps(connection, scope):
         FROM overlap_by_step WHERE run = ? AND phase = ? ORDER BY rank, start_ns""", scope)
     series = {}
     for rank, _step, offset, duration, _ratio in rows:
-        xs, ys = series.setdefault(f"rank {rank}", ([], []))
+        xs, ys = series.setdefault(rank, ([], []))
         xs.append(ms(offset))
         ys.append(ms(duration))
-    chart = charts.lines(series, "Step durations over time",
-                         "step start (ms after the first step)", "step duration (ms)") \
-        if series else None
+    if len(rows) < 2:
+        chart = None
+        caption = ("One step of one rank: a chart of steps over time needs two or more; its "
+                   "figures are below." if rows else
+                   "This run has no ProfilerStep#N spans (the profiler's schedule adds them).")
+    elif len(series) <= len(charts.RANK_COLORS):
+        chart = charts.lines({f"rank {rank}": points for rank, points in series.items()},
+                             "Step durations over time", "step start (ms after the first step)",
+                             "step duration (ms)")
+        caption = ("Each ProfilerStep#N of each rank, at its start time (a color per rank): a "
+                   "step that grows or a rank that lags shows here.")
+    else:
+        steps = max(len(ys) for _, ys in series.values())
+        chart = charts.heat_map(
+            [str(rank) for rank in series], [str(i + 1) for i in range(steps)],
+            [ys + [None] * (steps - len(ys)) for _, ys in series.values()],
+            "Step durations per rank", "step (in time order)", "rank", "step duration (ms)")
+        caption = (f"Each ProfilerStep#N of each of the {len(series)} ranks, in time order, "
+                   "colored by its duration (a line per rank would repeat colors past a dozen "
+                   "ranks): a step that grows or a rank that lags stands out.")
     return Section(
-        "steps", "Steps over time",
-        "Each ProfilerStep#N of each rank, at its start time: a step that grows or a rank "
-        "that lags shows here." if rows else
-        "This run has no ProfilerStep#N spans (the profiler's schedule adds them).", chart,
+        "steps", "Steps over time", caption, chart,
         ("rank", "step", "start (ms after the first)", "duration (ms)", "overlap (%)"),
         [(rank, step, ms(offset), ms(duration), None if ratio is None else 100 * ratio)
          for rank, step, offset, duration, ratio in rows])
@@ -275,8 +397,9 @@ def _diff(connection, base, run, options):
                  f"(overlap ratio: {options.threshold_pct} percentage points)")
     changed = [k for k in report["kernels"] if k["status"] in ("regressed", "improved")]
     changed = sorted(changed, key=lambda k: -abs(k["delta_ns"]))[:DIFF_ROWS]
+    names = _names(k["name"] for k in changed)
     chart = charts.horizontal_bars(
-        [_short(k["name"]) for k in changed], [ms(k["delta_ns"]) for k in changed],
+        [names[k["name"]].text for k in changed], [ms(k["delta_ns"]) for k in changed],
         ["#d1495b" if k["status"] == "regressed" else "#6a994e" for k in changed],
         f"Kernels that changed against {base}", "change of total time (ms)",
         {"regressed": "#d1495b", "improved": "#6a994e"}) if changed else None
@@ -289,7 +412,7 @@ def _diff(connection, base, run, options):
                 f"{len(report['kernels'])} compared).", chart,
                 ("status", "kernel", "class", f"{base} (ms)", f"{run} (ms)", "change (ms)",
                  "change (%)"),
-                [(k["status"], k["name"], k["class"], ms(k["base_total_ns"]),
+                [(k["status"], names[k["name"]], k["class"], ms(k["base_total_ns"]),
                   ms(k["new_total_ns"]), ms(k["delta_ns"]), k["delta_pct"]) for k in changed]),
         Section("diff-metrics", f"Against {base}: metrics",
                 f"Per-rank metrics that moved past the {threshold} (of "
@@ -327,9 +450,13 @@ th, td { padding: 2px 10px; border-bottom: 1px solid #f0f0f0; text-align: left; 
 th { position: sticky; top: 0; background: #fafafa; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .empty { color: #888; font-style: italic; }
+p.warning { background: #fff4e5; border-left: 4px solid #edae49; max-width: 900px;
+            margin: 4px 0 8px; padding: 4px 8px; }
 """
 
-# Counts what each chart drew once the page has laid out; tests read the counts.
+# Counts what each chart drew once the page has laid out, and the x tick labels that run into
+# the next one or touch it ('4,09616,384'); tests read the counts, and either fault is a
+# console error.
 _SCRIPT = """
 window.addEventListener("load", function () {
   var figures = document.querySelectorAll("figure.chart"), total = 0;
@@ -342,6 +469,18 @@ window.addEventListener("load", function () {
     figure.setAttribute("data-drawn", drawn);
     total += drawn;
     if (drawn === 0) { console.error("chart " + figure.id + " drew nothing"); }
+    var overlaps = 0;
+    figure.querySelectorAll('g[id^="axes_"]').forEach(function (axes) {
+      var boxes = Array.prototype.map.call(axes.querySelectorAll('g[id^="xtick_"] text'),
+        function (text) { return text.getBoundingClientRect(); })
+        .filter(function (box) { return box.width > 0; })
+        .sort(function (a, b) { return a.left - b.left; });
+      for (var i = 1; i < boxes.length; i++) {
+        if (boxes[i].left < boxes[i - 1].right + 2) { overlaps += 1; }  // 2 px apart at least
+      }
+    });
+    figure.setAttribute("data-overlaps", overlaps);
+    if (overlaps > 0) { console.error("chart " + figure.id + ": tick labels overlap"); }
   });
   document.body.setAttribute("data-charts", figures.length);
   document.body.setAttribute("data-drawn", total);
@@ -375,6 +514,7 @@ def _section(section):
     if section.chart is not None:
         out.append(f"<figure class=\"chart\" id=\"chart-{section.key}\">{section.chart}</figure>")
     out.append(f"<p class=\"caption\">{html.escape(section.caption)}</p>")
+    out += [f"<p class=\"warning\">{html.escape(w)}</p>" for w in section.warnings]
     if section.rows:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in section.columns)
         decimals = [_decimals(column) for column in zip(*section.rows)]
@@ -383,7 +523,7 @@ def _section(section):
         out.append(f"<div class=\"numbers\"><table><thead><tr>{head}</tr></thead>"
                    f"<tbody>{body}</tbody></table></div>")
     else:
-        out.append("<p class=\"empty\">Nothing to show.</p>")
+        out.append(f"<p class=\"empty\">{html.escape(section.empty)}</p>")
     out.append("</section>")
     return "".join(out)
 
@@ -401,4 +541,6 @@ def _cell(value, decimals=3):
         return f"<td class=\"n\">{value:,.{decimals}f}</td>"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"<td class=\"n\">{value:,}</td>"
+    if isinstance(value, Name):
+        return f"<td title=\"{html.escape(value.full)}\">{html.escape(value.text)}</td>"
     return f"<td>{html.escape(str(value))}</td>"

@@ -15,8 +15,16 @@ VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
 
 def decode_metadata(raw_metadata):
     """Raw top-level values as Python values (integers exact, floats as floats: metadata holds
-    versions and settings, no timestamps but baseTimeNanoseconds, an integer)."""
-    return {key: msgspec.json.decode(raw) for key, raw in raw_metadata.items()}
+    versions and settings, no timestamps but baseTimeNanoseconds, an integer). A value holding
+    an integer msgspec cannot hold (past 64 bits) is kept as its JSON text, a string."""
+    return {key: _decoded(raw) for key, raw in raw_metadata.items()}
+
+
+def _decoded(raw):
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.ValidationError:  # "Integer value out of range"
+        return bytes(raw).decode()
 
 
 def _text(value):

@@ -430,7 +430,9 @@ class TraceReader:
                 repeated = next(k for k in keys if keys.count(k) > 1)
                 self._fail(f"duplicate key {repeated!r} in the trace's top-level object", offset)
 
-        json.loads(bytes(text), object_pairs_hook=unique)
+        # Values are not needed, only keys: numbers stay text (Python refuses int() of over
+        # 4,300 digits, which a hostile trace can hold; msgspec reads the values).
+        json.loads(bytes(text), object_pairs_hook=unique, parse_int=str, parse_float=str)
 
     # -- cutting between events -------------------------------------------------------------
 

@@ -132,3 +132,15 @@ def test_corruption_in_the_middle_names_its_byte_offset():
     with pytest.raises(TraceError) as caught:
         read_all(io.BytesIO(bad.encode()), block_size=256)
     assert f"at byte {offset}" in str(caught.value)
+
+
+def test_a_top_level_integer_of_thousands_of_digits_is_ingested(tracewh, sql, tmp_path):
+    """Python refuses int() of over 4,300 digits and msgspec an integer past 64 bits: the
+    duplicate-key check and the metadata both failed with tracebacks. The value is kept as
+    its JSON text."""
+    digits = "7" * 5000
+    path = tmp_path / "huge.json"
+    path.write_text('{"huge": ' + digits + ', "traceEvents": [{"ph": "i", "ts": 1, "name": "e"}]}')
+    tracewh("ingest", path, "--run", "h")
+    (row,) = sql("SELECT metadata FROM traces")
+    assert json.loads(row["metadata"]) == {"huge": digits}

@@ -10,6 +10,7 @@ waiting for their files to finish.
 import concurrent.futures
 import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -34,7 +35,7 @@ def worker_pool(jobs, initializer=None, initargs=(), embedded=False):
         jobs, mp_context=context, initializer=_start_worker,
         initargs=(parent, initializer, initargs))
     try:
-        list(pool.map(abs, range(jobs)))
+        _start_workers(pool, jobs)
         yield pool
     except BaseException:
         children = multiprocessing.active_children()
@@ -45,6 +46,20 @@ def worker_pool(jobs, initializer=None, initargs=(), embedded=False):
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(cancel_futures=True)
+
+
+def _start_workers(pool, jobs):
+    """Fork the workers with every object of this process out of their collector's reach: a
+    forked child that collects garbage it inherited runs its finalizers, and a DuckDB
+    connection's (left by an earlier query of the same process) crashed workers with a
+    segmentation fault. Garbage is collected here first, and what is left is frozen (kept
+    from the collector) until the workers are started."""
+    gc.collect()
+    gc.freeze()
+    try:
+        list(pool.map(abs, range(jobs)))
+    finally:
+        gc.unfreeze()
 
 
 def _start_worker(parent, initializer, initargs):

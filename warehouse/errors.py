@@ -38,6 +38,10 @@ class WarehouseError(TracewhError):
     """The warehouse directory is not usable (not a warehouse, unreadable manifest)."""
 
 
+class WarehouseBusy(WarehouseError):
+    """Another writer held the warehouse's lock for longer than the caller would wait."""
+
+
 class RefreshInterrupted(TracewhError):
     """Ctrl-C while the marts and tracewh.duckdb were being derived: the commits stand."""
 

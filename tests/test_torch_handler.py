@@ -2,8 +2,6 @@
 PyTorch from PyPI, several profiler cycles, ranks started as processes of one gloo process
 group. Marker `torch`: needs the torch extra (`make test-torch` installs it)."""
 
-import contextlib
-import fcntl
 import logging
 import shlex
 import subprocess
@@ -24,7 +22,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the torch e
 
 from tracewh.torch import trace_handler  # noqa: E402 - only once torch is known to be there
 
-from .conftest import ROOT  # noqa: E402
+from .conftest import ROOT, other_writer  # noqa: E402
 from .torch_job import ACTIVE, WAIT, WARMUP, train  # noqa: E402
 
 JOB = Path(__file__).resolve().parent / "torch_job.py"
@@ -68,7 +66,7 @@ def test_a_busy_warehouse_spools_the_trace_and_training_goes_on(tmp_path, caplog
                                                                   tracewh):
     warehouse = tmp_path / "wh"
     monkeypatch.setenv("RANK", "3")  # no process group: the launcher's RANK
-    with caplog.at_level(logging.WARNING, "tracewh.torch"), _writer_lock(warehouse):
+    with caplog.at_level(logging.WARNING, "tracewh.torch"), other_writer(warehouse, seconds=60):
         steps = train(trace_handler(warehouse, run="job", phase="train", tags={"model": "mlp"},
                                     lock_timeout=0.3), cycles=2)
     assert steps == 2 * (WAIT + WARMUP + ACTIVE)
@@ -128,16 +126,6 @@ def _run_ranks(warehouse, kept, rendezvous, world_size, cycles):
             if process.poll() is None:
                 process.kill()
                 process.wait()
-
-
-@contextlib.contextmanager
-def _writer_lock(warehouse):
-    """Hold the warehouse's writers' lock, as another ingest committing would."""
-    path = Catalog(warehouse).state / "lock"
-    path.parent.mkdir(parents=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _rows(wh, query, params=None):

@@ -41,8 +41,9 @@ def train(on_trace_ready, cycles):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     steps = cycles * (WAIT + WARMUP + ACTIVE)
     done = 0
-    with profile(activities=[ProfilerActivity.CPU], on_trace_ready=on_trace_ready,
-                 schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=cycles)) as prof:
+    cycle = schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=cycles)
+    with profile(activities=[ProfilerActivity.CPU], schedule=cycle,
+                 on_trace_ready=on_trace_ready) as prof:
         for _ in range(steps):
             loss = model(torch.randn(16, 32)).pow(2).mean()
             optimizer.zero_grad()

@@ -52,19 +52,18 @@ def trace_handler(warehouse, run, phase=None, tags=None, rank=None, spool_dir=No
     phase word of the file name, else unknown) with `tags` ({key: value}). `keep_dir`: also
     keep every trace file there (for Perfetto or TensorBoard). `spool_dir`: where traces that
     could not be ingested wait [default: `<warehouse>.spool` beside it]."""
-    warehouse = Path(warehouse).absolute()
-    spool_dir = Path(spool_dir or f"{warehouse}.spool")
-    return _TraceHandler(warehouse, ingest_options(run, phase, rank, tags, embedded=True),
-                         spool_dir, None if keep_dir is None else Path(keep_dir), lock_timeout)
+    catalog = Catalog(Path(warehouse).absolute(), lock_timeout=lock_timeout)
+    return _TraceHandler(catalog, ingest_options(run, phase, rank, tags, embedded=True),
+                         Path(spool_dir or f"{catalog.root}.spool"),
+                         None if keep_dir is None else Path(keep_dir))
 
 
 @dataclasses.dataclass
 class _TraceHandler:
-    warehouse: Path
+    catalog: Catalog  # with the lock timeout
     options: object  # IngestOptions, its rank None unless given
     spool_dir: Path
     keep_dir: Path | None
-    lock_timeout: float | None
 
     def __call__(self, prof):
         try:
@@ -101,23 +100,22 @@ class _TraceHandler:
         return int(environ) if environ.isdigit() else 0
 
     def _ingest(self, path, options):
-        """Commit the trace, then derive the marts; None, or why the trace was not
-        committed. A refresh that fails leaves the trace committed: that only warns."""
-        catalog = Catalog(self.warehouse, lock_timeout=self.lock_timeout)
-        catalog.check_not_foreign()
-        [outcome] = ingest_paths(catalog, [path], options)
+        """Commit the trace, then derive the marts; None, or why the trace was not committed.
+        Not `ingesting.ingest_files`: a refresh that fails leaves the trace committed (that
+        only warns, nothing to spool), and its allocator tuning is for short-lived processes."""
+        [outcome] = ingest_paths(self.catalog, [path], options)
         if outcome.status == "failed":
             return outcome.error
         LOG.info("tracewh: %s: %s, run %s, phase %s, rank %s, %d events", printable(path),
                  outcome.status, outcome.run, outcome.phase, outcome.rank, outcome.events)
         try:
-            refresh_derived(catalog)
+            refresh_derived(self.catalog)
         except RefreshInterrupted:
             raise
         except Exception as error:  # noqa: BLE001
-            _warn(f"the trace of rank {options.rank} is in {_shown(self.warehouse)}, but its "
+            _warn(f"the trace of rank {options.rank} is in {_shown(self.catalog.root)}, but its "
                   f"marts and tracewh.duckdb lag behind ({_reason(error)}): `tracewh "
-                  f"--warehouse {_shown(self.warehouse)} refresh` brings them up to date")
+                  f"--warehouse {_shown(self.catalog.root)} refresh` brings them up to date")
         return None
 
     def _spool(self, path, options, reason):
@@ -139,7 +137,7 @@ class _TraceHandler:
                 return
             kept = path
         _warn(f"trace not ingested ({reason}); kept as {_shown(kept)}; ingest it later with: "
-              + _ingest_command(self.warehouse, kept, options))
+              + _ingest_command(self.catalog.root, kept, options))
 
 
 def _file_name(options):

@@ -46,7 +46,7 @@ test-torch: $(VENV)/.installed-torch
 	$(BIN)/python -m pytest -m torch
 
 $(VENV)/.installed-torch: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[torch]'
+	$(BIN)/pip install --quiet --no-cache-dir -e '.[torch]'  # not 3 GB of wheels cached too
 	$(BIN)/python -c "import torch"  # a broken install fails here, not as skipped tests
 	touch $@
 

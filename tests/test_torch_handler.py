@@ -3,6 +3,7 @@ PyTorch from PyPI, several profiler cycles, ranks started as processes of one gl
 group. Marker `torch`: needs the torch extra (`make test-torch` installs it)."""
 
 import logging
+import os
 import shlex
 import subprocess
 import sys
@@ -17,8 +18,7 @@ from tracewh.catalog import Catalog
 
 pytestmark = [pytest.mark.torch,  # torch's note that a cycle's events are not kept for the next
               pytest.mark.filterwarnings("ignore:Warning. Profiler clears events")]
-torch = pytest.importorskip("torch", reason="torch is not installed (the torch extra: "
-                                            "make test-torch)")
+pytest.importorskip("torch", reason="torch is not installed (the torch extra: make test-torch)")
 
 from tracewh.torch import trace_handler  # noqa: E402 - only once torch is known to be there
 
@@ -62,15 +62,14 @@ def test_ranks_of_a_process_group_ingest_each_cycle_as_tracewh_ingest_does(tmp_p
         assert db.sql("SELECT count(*) FROM traces").fetchall() == [(6,)]
 
 
-def test_a_busy_warehouse_spools_the_trace_and_training_goes_on(tmp_path, caplog, monkeypatch,
-                                                                  tracewh):
-    warehouse = tmp_path / "wh"
+def test_a_busy_warehouse_spools_the_trace_and_training_goes_on(tmp_path, warehouse, tracewh,
+                                                                  caplog, monkeypatch):
     monkeypatch.setenv("RANK", "3")  # no process group: the launcher's RANK
     with caplog.at_level(logging.WARNING, "tracewh.torch"), other_writer(warehouse, seconds=60):
         steps = train(trace_handler(warehouse, run="job", phase="train", tags={"model": "mlp"},
                                     lock_timeout=0.3), cycles=2)
     assert steps == 2 * (WAIT + WARMUP + ACTIVE)
-    spooled = sorted((tmp_path / "wh.spool").iterdir())
+    spooled = sorted((tmp_path / f"{warehouse.name}.spool").iterdir())
     assert len(spooled) == 2
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2 and all("\n" not in m for m in messages)
@@ -112,7 +111,9 @@ def _run_ranks(warehouse, kept, rendezvous, world_size, cycles):
         [sys.executable, str(JOB), str(warehouse), "--run", "job", "--world-size",
          str(world_size), "--rank", str(rank), "--rendezvous", str(rendezvous), "--keep",
          str(kept), "--cycles", str(cycles), "--lock-timeout", str(JOB_SECONDS)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # gloo binds to the address of the host name, which a container may not route
+        env={"GLOO_SOCKET_IFNAME": "lo", **os.environ})
         for rank in range(world_size)]
     try:
         outputs = []

@@ -15,6 +15,7 @@ import pytest
 
 from tracewh.api import Warehouse
 from tracewh.catalog import Catalog
+from tracewh.errors import UsageError
 
 pytestmark = [pytest.mark.torch,  # torch's note that a cycle's events are not kept for the next
               pytest.mark.filterwarnings("ignore:Warning. Profiler clears events")]
@@ -102,6 +103,17 @@ def test_an_unwritable_warehouse_spools_to_the_temporary_directory(tmp_path, cap
     assert f"kept as {spooled}; ingest it later with: tracewh --warehouse {blocker}/wh " \
            f"ingest {spooled} --run job --rank 1" in message
     assert [p.name for p in (tmp_path / "tmp").iterdir()] == ["tracewh-spool"]  # no leftovers
+
+
+@pytest.mark.parametrize("names, problem", [({"run": None}, "invalid run None"),
+                                             ({"run": "job", "phase": "train step"},
+                                              "invalid phase 'train step'"),
+                                             ({"run": "job", "tags": {"git": "3f 2a"}},
+                                              "invalid tag value '3f 2a'")])
+def test_a_bad_name_is_refused_before_training_starts(names, problem, warehouse):
+    with pytest.raises(UsageError, match=problem):
+        trace_handler(warehouse, **names)
+    assert not warehouse.exists()
 
 
 def _run_ranks(warehouse, kept, rendezvous, world_size, cycles):

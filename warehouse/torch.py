@@ -1,10 +1,10 @@
 """Traces into the warehouse from the training job, as torch.profiler finishes them:
 
     from tracewh.torch import trace_handler
-    with torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2),
-                                on_trace_ready=trace_handler("wh", run="nightly-1129",
-                                                             phase="train")) as prof:
-        for batch in data:
+    schedule = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=3)
+    handler = trace_handler("wh", run="nightly-1129", phase="train", tags={"git": "3f2a"})
+    with torch.profiler.profile(schedule=schedule, on_trace_ready=handler) as prof:
+        for batch in loader:
             train_step(batch)
             prof.step()
 
@@ -39,6 +39,7 @@ from .catalog import Catalog
 from .derived import refresh_derived
 from .errors import RefreshInterrupted, printable
 from .ingesting import ingest_options
+from .names import check_name
 
 LOG = logging.getLogger(__name__)
 LOCK_TIMEOUT = 30.0  # seconds a step may wait for another writer before its trace is spooled
@@ -53,8 +54,9 @@ def trace_handler(warehouse, run, phase=None, tags=None, rank=None, spool_dir=No
     keep every trace file there (for Perfetto or TensorBoard). `spool_dir`: where traces that
     could not be ingested wait [default: `<warehouse>.spool` beside it]."""
     catalog = Catalog(Path(warehouse).absolute(), lock_timeout=lock_timeout)
-    return _TraceHandler(catalog, ingest_options(run, phase, rank, tags, embedded=True),
-                         Path(spool_dir or f"{catalog.root}.spool"),
+    # the run is required: the ingest's default, the file's directory, would be a temporary one
+    options = ingest_options(check_name("run", run), phase, rank, tags, embedded=True)
+    return _TraceHandler(catalog, options, Path(spool_dir or f"{catalog.root}.spool"),
                          None if keep_dir is None else Path(keep_dir))
 
 

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The demo's own warehouse: not ./warehouse, which in this repository is the package's source.
 DEMO_WAREHOUSE := demo-warehouse
 
-.PHONY: install browser demo test bench clean
+.PHONY: install browser demo test test-torch bench clean
 
 install: $(VENV)/.installed
 
@@ -39,7 +39,18 @@ browser:
 	    "the browser test will be skipped"; }
 
 test: install browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not torch"
+
+# The torch extra into the same .venv, and the tests that profile a model with it: PyPI's
+# Linux wheel brings the CUDA libraries (5.4 GB, 4 min to install on a loaded 2-core VM),
+# which `make test` does without.
+test-torch: $(VENV)/.installed-torch
+	$(BIN)/python -m pytest -m torch
+
+$(VENV)/.installed-torch: $(VENV)/.installed
+	$(BIN)/pip install --quiet --no-cache-dir -e '.[torch]'  # not 3 GB of wheels cached too
+	$(BIN)/python -c "import torch"  # a broken install fails here, not as skipped tests
+	touch $@
 
 bench: install
 	$(BIN)/python bench/run.py

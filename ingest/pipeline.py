@@ -250,6 +250,9 @@ class _Committer:
         except OSError as error:  # the warehouse side: disk full, no permission
             staged.discard()
             return _warehouse_failure(staged.outcome.path, self.catalog, error)
+        except Exception:  # a busy lock (WarehouseBusy): a long-lived caller goes on
+            staged.discard()
+            raise
         if result.status == "unchanged":
             return _unchanged(staged.outcome.path, result.trace)
         outcome = staged.outcome

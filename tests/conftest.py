@@ -1,8 +1,11 @@
 """Shared fixtures: the real traces in ../shared/traces, a fresh warehouse, a CLI runner."""
 
+import contextlib
+import fcntl
 import gzip
 import json
 import os
+import threading
 from decimal import Decimal
 from pathlib import Path
 
@@ -70,6 +73,23 @@ def view_frame(warehouse, name):
 
 def sorted_frame(frame):
     return frame.sort(frame.columns, nulls_last=True)
+
+
+@contextlib.contextmanager
+def other_writer(warehouse, seconds=10):
+    """Hold the warehouse's writers' lock as another writer committing would, for `seconds` at
+    most: a writer that should give up but waits on commits then, and its test fails instead
+    of hanging."""
+    path = Catalog(warehouse).state / "lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        release = threading.Timer(seconds, fcntl.flock, (handle, fcntl.LOCK_UN))
+        release.start()
+        try:
+            yield
+        finally:
+            release.cancel()
 
 
 @pytest.fixture

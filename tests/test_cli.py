@@ -1,5 +1,6 @@
 """The query, runs, tables commands; read-only guard; secrets; crash safety."""
 
+import contextlib
 import csv
 import io
 import json
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 from tracewh.catalog import Catalog
 from tracewh.cli import cli
 
-from .conftest import EXAMPLES, ROOT, live_files, shared
+from .conftest import EXAMPLES, ROOT, live_files, other_writer, shared
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
@@ -163,6 +164,26 @@ def test_concurrent_ingests_all_land(tmp_path):
     traces = Catalog(warehouse).stored_traces(run=None)
     assert sorted(t.rank for t in traces) == list(range(8))
     assert sorted(t.ingest_seq for t in traces) == list(range(1, 9))
+
+
+def test_a_writer_that_stops_waiting_for_the_lock_leaves_nothing_behind(tmp_path):
+    """A writer with a lock timeout (a training job's trace handler) whose commit finds the
+    lock held for longer: WarehouseBusy, and its staged files are gone (its process lives
+    on, so the next writer would keep them)."""
+    from tracewh.errors import WarehouseBusy
+    from tracewh.ingest.pipeline import IngestOptions, ingest_paths
+
+    catalog = Catalog(tmp_path / "wh", lock_timeout=0.2)
+    taken = []
+    with contextlib.ExitStack() as held:
+        def lock_while_staging(_path, _done):  # once the ingest has looked at the tables
+            if not taken:
+                taken.append(held.enter_context(other_writer(catalog.root)))
+
+        with pytest.raises(WarehouseBusy, match="has held its lock for more than 0.2 s"):
+            ingest_paths(catalog, [DLRM0], IngestOptions(run="d"), on_bytes=lock_while_staging)
+    assert list((catalog.state / "staging").iterdir()) == []
+    assert Catalog(catalog.root).stored_traces(run=None) == []
 
 
 def test_queries_during_ingests_see_whole_traces(tmp_path):

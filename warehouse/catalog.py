@@ -32,6 +32,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
 
 from . import delta, links
 from .delta import DataFile
-from .errors import WarehouseError
+from .errors import WarehouseBusy, WarehouseError
 from .names import check_partition
 from .rules import WAREHOUSE_RULES
 
@@ -157,8 +158,11 @@ def default_location():
 
 
 class Catalog:
-    def __init__(self, root):
+    def __init__(self, root, lock_timeout=None):
         self.root = Path(root)
+        # Seconds a writer waits for the lock before WarehouseBusy; None waits as long as it
+        # takes (the CLI). A training job's trace handler must not stall a step for long.
+        self.lock_timeout = lock_timeout
         self.state = self.root / STATE_DIR
         self._traces = {}  # {(run, phase): (traces version, [StoredTrace])}: see traces_of
         self._lock = threading.RLock()  # this process's threads, in turn, hold the flock
@@ -351,11 +355,27 @@ class Catalog:
                                  f"({error.strerror}: {error.filename}); commands that only "
                                  "read it still work") from None
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            self._acquire(handle)
         except BaseException:
             os.close(handle)
             raise
         return handle
+
+    def _acquire(self, handle):
+        """flock the lock file, giving up after `lock_timeout` seconds when there is one."""
+        if self.lock_timeout is None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            return
+        deadline = time.monotonic() + self.lock_timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WarehouseBusy(f"{self.root} is busy: another writer has held its lock "
+                                        f"for more than {self.lock_timeout:g} s") from None
+                time.sleep(0.05)
 
     def clean_up(self):
         """Undo what interrupted writers left (commits without a pointer, staging

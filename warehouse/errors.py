@@ -48,6 +48,10 @@ class FollowUpFailed(WarehouseError):
         self.done = done
 
 
+class WarehouseBusy(WarehouseError):
+    """Another writer held the warehouse's lock for longer than the caller would wait."""
+
+
 class RefreshInterrupted(TracewhError):
     """Ctrl-C while the marts and tracewh.duckdb were being derived: the commits stand."""
 

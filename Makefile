@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,spark]'
 	@# DuckDB 1.0.0, the oldest the README promises reads tracewh.duckdb, beside the venv's own
-	$(BIN)/pip install --quiet --no-deps --target $(VENV)/duckdb-1.0 duckdb==1.0.0
+	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/duckdb-1.0 duckdb==1.0.0
 	touch $@
 
 demo: install

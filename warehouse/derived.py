@@ -49,7 +49,8 @@ def refresh_derived(catalog):
             marts = refresh_marts(catalog, snapshot, rules, recompute)
             between = time.perf_counter()
             write_duckdb_file(catalog, snapshot, rules)
-            links.write_text(done_file, json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
+            links.write_text(done_file,
+                             json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
             recompute_file.unlink(missing_ok=True)
         except (OSError, duckdb.Error) as error:  # the caller says what it committed
             raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "

@@ -12,6 +12,8 @@ KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
 # 40 are more than any rank has.
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d{1,40})", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z]+")
+# (cli_hint, library_hint): how to give a trace its rank when its own cannot be one
+_GIVE_RANK = (": pass --rank", ": give its rank (rank=)")
 _DIGITS = re.compile(r"[0-9]{1,40}")
 
 
@@ -48,7 +50,7 @@ def resolve_rank(option, distributed_info, path):
         if problem is not None:
             shown = json.dumps(given)
             shown = shown if len(shown) <= 40 else shown[:39] + "…"
-            raise TraceError(path, f"distributedInfo.rank {shown} {problem}: pass --rank")
+            raise TraceError(path, f"distributedInfo.rank {shown} {problem}", *_GIVE_RANK)
         return rank
     match = _RANK_IN_NAME.search(Path(path).name)
     if match is None:
@@ -56,7 +58,7 @@ def resolve_rank(option, distributed_info, path):
     rank = int(match.group(1))
     problem = rank_problem(rank)
     if problem is not None:
-        raise TraceError(path, f"rank {rank} from the file name {problem}: pass --rank")
+        raise TraceError(path, f"rank {rank} from the file name {problem}", *_GIVE_RANK)
     return rank
 
 

@@ -33,13 +33,14 @@ def first_start(tables):
     return min(starts) if starts else None
 
 
-def mixed_job_warnings(outcomes, run_given):
+def mixed_job_warnings(outcomes, run_given, run_option="run="):
     """One line per run, or run/phase/rank, that this ingest filled with traces that look like
-    different jobs. `run_given`: the user named the run (no directory-name default)."""
+    different jobs. `run_given`: the user named the run (no directory-name default);
+    `run_option`: how the caller names a run (the API: run=, the CLI: --run)."""
     stored = [o for o in outcomes if o.status in ("ingested", "replaced") and o.job]
     lines = []
     if not run_given:
-        lines += _shared_default_names(stored)
+        lines += _shared_default_names(stored, run_option)
     by_run, by_rank = {}, {}
     for outcome in stored:
         by_run.setdefault(outcome.run, []).append(outcome)
@@ -49,22 +50,22 @@ def mixed_job_warnings(outcomes, run_given):
         if len(sizes) > 1:
             lines.append(f"run {run!r} now holds traces of world sizes "
                          f"{', '.join(map(str, sizes))}: they look like different jobs; "
-                         "name each job's run with --run")
+                         f"name each job's run with {run_option}")
     for (run, phase, rank), group in by_rank.items():
         differences = _differences([o.job for o in group])
         if differences:
             lines.append(f"run {run!r}, phase {phase!r}, rank {rank}: {len(group)} captures "
                          f"that look like different jobs ({'; '.join(differences)}); their "
-                         "figures add up as one rank's: name each job's run with --run")
+                         f"figures add up as one rank's: name each job's run with {run_option}")
     return lines
 
 
-def _shared_default_names(outcomes):
+def _shared_default_names(outcomes, run_option):
     directories = {}
     for outcome in outcomes:
         directories.setdefault(outcome.run, set()).add(str(Path(outcome.path).parent))
     return [f"run {run!r} was named after {len(found)} different directories "
-            f"({', '.join(sorted(found))}): pass --run to keep them apart"
+            f"({', '.join(sorted(found))}): pass {run_option} to keep them apart"
             for run, found in directories.items() if len(found) > 1]
 
 

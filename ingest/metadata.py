@@ -9,8 +9,8 @@ import json
 
 import msgspec
 
-VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
-                "roctracer_version", "hip_runtime_version")
+from tracewh.schema import VERSION_KEYS
+
 
 
 def decode_metadata(raw_metadata):

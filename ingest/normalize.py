@@ -27,7 +27,7 @@ from msgspec import Raw
 
 from .events import (DuplicateKey, IntegerTimeEvent, check_duplicate_keys, decode_events,
                      field_types, micros_to_ns, struct_from_raw_fields)
-from .schema import TABLES
+from tracewh.schema import TABLES
 from .secrets import redact_fields, redact_json_text
 
 LEGACY_CATEGORIES = {
@@ -294,15 +294,21 @@ def _ids(values):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
             continue  # mixed numbers and strings, or a number beyond 64 bits
     # Mixed, such as the 'Spans' pid of the Trace event among numeric pids: numbers through
-    # Arrow, the few strings as they are (a number beyond 64 bits through str()).
-    is_text = [type(v) is str for v in values]
+    # Arrow (a number beyond 64 bits through str()), the few strings put in their places.
+    texts = [index for index, value in enumerate(values) if type(value) is str]
+    numbers = list(values)
+    for index in texts:
+        numbers[index] = None
     try:
-        numbers = pa.array([None if text else v for v, text in zip(values, is_text)], pa.int64())
+        out = pa.array(numbers, pa.int64()).cast(pa.string())
     except OverflowError:
-        numbers = pa.array([None if text or v is None else str(v)
-                            for v, text in zip(values, is_text)], pa.string())
-    texts = pa.array([v if text else None for v, text in zip(values, is_text)], pa.string())
-    return pc.if_else(pa.array(is_text, pa.bool_()), texts, numbers.cast(pa.string()))
+        out = pa.array([None if v is None else str(v) for v in numbers], pa.string())
+    is_text = bytearray(len(values))
+    for index in texts:
+        is_text[index] = 1
+    mask = pa.Array.from_buffers(pa.uint8(), len(values), [None, pa.py_buffer(is_text)])
+    return pc.replace_with_mask(out, pc.not_equal(mask, 0),
+                                pa.array([values[index] for index in texts], pa.string()))
 
 
 _MAX_STRING_BYTES = 2**31 - 1

@@ -23,6 +23,8 @@ import pyarrow as pa
 
 from tracewh.catalog import StagedTrace
 from tracewh.errors import TraceError, printable
+from tracewh.names import check_name, check_phase, check_rank
+from tracewh.rules import default_rules
 
 from . import identity, reader
 from .jobs import JobSignature, first_start
@@ -56,6 +58,21 @@ class IngestOptions:
     max_json_size: int | None = None  # the most JSON per file; None: see json_size_limit
 
 
+def ingest_options(run=None, phase=None, rank=None, tags=None, replace=False, strict=False,
+                   keep_secrets=False, jobs=1, embedded=False,
+                   max_event_size=reader.MAX_EVENT_SIZE, max_json_size=None):
+    """IngestOptions with the run, phase, rank and tags checked (they become paths and
+    literals), before anything is read or written."""
+    tags = {check_name("tag key", key): check_name("tag value", value)
+            for key, value in (tags or {}).items()}
+    return IngestOptions(run=None if run is None else check_name("run", run),
+                         phase=None if phase is None else check_phase(phase),
+                         rank=None if rank is None else check_rank(rank),
+                         tags=tags, replace=replace, strict=strict, keep_secrets=keep_secrets,
+                         jobs=jobs, embedded=embedded, max_event_size=max_event_size,
+                         max_json_size=max_json_size)
+
+
 @dataclass
 class IngestOutcome:
     path: str
@@ -65,7 +82,8 @@ class IngestOutcome:
     rank: int | None = None
     events: int = 0
     bytes: int = 0
-    error: str | None = None
+    error: str | None = None  # why it failed, in the library's terms
+    cli_error: str | None = None  # the same as the command line says it, where it differs
     warnings: list = field(default_factory=list)
     job: JobSignature | None = None  # what the trace says of the job that wrote it
     tags: dict = field(default_factory=dict)  # the tags the trace is stored with
@@ -141,6 +159,7 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
         with contextlib.ExitStack() as stack:
             pool = None
             if parallel_files or (options.jobs > 1 and any(_large(path) for path in paths)):
+                _share_with_workers()
                 # Forked first, before this process starts threads (hashing, delta-rs).
                 pool = stack.enter_context(worker_pool(options.jobs,
                                                        embedded=options.embedded))
@@ -153,6 +172,14 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     except KeyboardInterrupt:  # the workers are gone: so are their staging files
         catalog.clean_up()
         raise
+
+
+def _share_with_workers():
+    """Read and check the default kernel rules, which every chunk's summary classifies by,
+    once here before the workers are forked (this process needs them later anyway), rather
+    than again in each worker on its first chunk: 0.1-0.4 s of CPU each, as checking opens a
+    DuckDB."""
+    default_rules()
 
 
 def _large(path):
@@ -246,7 +273,7 @@ class _Committer:
         try:
             result = self.catalog.commit(
                 staged.trace, staged.staging, replace=self.options.replace,
-                replace_up_to=self.replace_up_to, before_publish=staged.stage_trace_row)
+                replace_up_to=self.replace_up_to)
         except OSError as error:  # the warehouse side: disk full, no permission
             staged.discard()
             return _warehouse_failure(staged.outcome.path, self.catalog, error)
@@ -277,13 +304,7 @@ class StagedFile:
 
     trace: StagedTrace
     staging: object  # Path of the staging directory
-    row: dict  # its `traces` row, but for the commit's sequence number and time
     outcome: IngestOutcome
-
-    def stage_trace_row(self, seq, committed_at):
-        self.row["ingest_seq"], self.row["ingested_at"] = seq, committed_at
-        write_whole(self.staging, "traces", [self.row])
-        return self.row
 
     def discard(self):
         shutil.rmtree(self.staging, ignore_errors=True)
@@ -296,7 +317,8 @@ def _stage_file(catalog, path, options, pool=None, on_bytes=None):
         staging = catalog.new_staging_dir()
         return stage_file(path, options, staging, pool, on_bytes)
     except TraceError as error:
-        outcome = IngestOutcome(printable(path), "failed", error=str(error))
+        outcome = IngestOutcome(printable(path), "failed", error=str(error),
+                                cli_error=error.cli_message())
     except OSError as error:  # the warehouse side: disk full, no permission
         outcome = _warehouse_failure(printable(path), catalog, error)
     except (RecursionError, MemoryError) as error:  # where no byte offset is known (metadata)
@@ -371,16 +393,15 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if devices:
         write_whole(staging, "devices", devices)
         parts["devices"] = [0]
-    parts["traces"] = [0]
 
     trace = StagedTrace(trace_id=trace_id, sha256=sha256, run=run, phase=phase, rank=rank,
-                        parts=dict(parts), class_rules=interval_rules)
+                        parts=dict(parts), class_rules=interval_rules, row=row)
     job = JobSignature(row["world_size"], tuple(row["device_names"] or ()),
                        None if staged.first_ns is None
                        else staged.first_ns + base_time - base_guess)
     outcome = IngestOutcome(printable(path), "staged", run, phase, rank, events, size,
                             warnings=notes, job=job, tags=options.tags)
-    return StagedFile(trace, staging, row, outcome)
+    return StagedFile(trace, staging, outcome)
 
 
 def _digest(future, path):

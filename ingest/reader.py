@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import msgspec
 from msgspec import Raw
 
-from tracewh.errors import TraceError
+from tracewh.errors import HINT, TraceError
 
 BLOCK_SIZE = 16 << 20
 # The largest event or top-level value read by default: real events are at most a few KB (the
@@ -60,6 +60,10 @@ _MAX_CUT_ATTEMPTS = 32
 _PHASE_KEY = b'"ph"'
 # A JSON string (escapes included) or a bracket: what nesting is counted from.
 _NESTING_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+# (cli_hint, library_hint): the option that raises a size limit, and the API's argument
+_RAISES_JSON_SIZE = ("--max-json-size", "max_json_size")
+_RAISES_EVENT_SIZE = ("--max-event-size", "max_event_size")
 
 
 class UnconfirmedChunk(Exception):
@@ -194,37 +198,39 @@ class TraceReader:
         self._scanned = (-1, -1)  # file offsets: whitespace from the first to the second
         self.metadata = {}
 
-    def _fail(self, problem, offset=None):
+    def _fail(self, problem, offset=None, hints=("", "")):
+        """Raise the TraceError of `problem`, at a byte `offset` of the file; `hints`: the
+        (cli_hint, library_hint) at HINT in it."""
         where = f" at byte {offset}" if offset is not None else ""
-        raise TraceError(self._path, f"{problem}{where}")
+        raise TraceError(self._path, f"{problem}{where}", *hints)
 
-    def _fail_after_cuts(self, problem, offset):
+    def _fail_after_cuts(self, problem, offset, hints=("", "")):
         """Fail; or, after a cut taken unconfirmed, which may be to blame, ask for a confirmed
         reading (which then fails for good)."""
         if not self._confirm_cuts and self._events:
             raise UnconfirmedChunk(self._events)
-        self._fail(problem, offset)
+        self._fail(problem, offset, hints)
 
     def _read_block(self):
         if self._eof:
             return False
-        end = len(self._buf)
         size = self._next_block_size
         self._next_block_size = min(2 * size, self._block_size)
-        self._buf.extend(bytes(size))
+        # A block read as new bytes and appended: 2.5x less CPU than growing the buffer by a
+        # zero-filled block to read into (which the parent process, feeding every worker,
+        # spent 0.2 s of a 254 MB trace's ingest on).
         try:
-            with memoryview(self._buf) as view:
-                count = self._stream.readinto(view[end:])
+            block = self._stream.read(size)
         except (OSError, EOFError) as error:  # gzip: truncated or corrupt stream
             self._fail(f"cannot read: {error}")
-        del self._buf[end + (count or 0):]
-        if not count:
+        self._buf += block
+        if not block:
             self._eof = True
             return False
-        self._read += count
+        self._read += len(block)
         if self._max_json_size is not None and self._read > self._max_json_size:
             self._fail(f"more than {format_size(self._max_json_size)} of JSON (decompressed), "
-                       "the limit: --max-json-size raises it")
+                       f"the limit: {HINT} raises it", hints=_RAISES_JSON_SIZE)
         return True
 
     def _drop(self, count):
@@ -256,8 +262,8 @@ class TraceReader:
             elif content - start > self._max_event_size:
                 self._fail_after_cuts(
                     f"an event or value larger than {format_size(self._max_event_size)}, the "
-                    "limit (--max-event-size raises it), starting",
-                    self._buf_offset + self._skip_whitespace(start))
+                    f"limit ({HINT} raises it), starting",
+                    self._buf_offset + self._skip_whitespace(start), _RAISES_EVENT_SIZE)
             if complete or not self._read_block():
                 break
         try:
@@ -388,8 +394,8 @@ class TraceReader:
             if key < 0:
                 if len(self._buf) - start > self._max_event_size:
                     self._fail(f"no traceEvents in the first {format_size(self._max_event_size)}"
-                               " of the object, the limit for one value (--max-event-size "
-                               "raises it)", self._buf_offset + start)
+                               f" of the object, the limit for one value ({HINT} raises it)",
+                               self._buf_offset + start, _RAISES_EVENT_SIZE)
                 if self._read_block():
                     continue
                 self._reject_object_without_events()

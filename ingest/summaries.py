@@ -23,15 +23,14 @@ staged files and little is left to do after the last chunk.
 """
 
 import functools
-import re
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.rules import default_rules, rules_fingerprint
+from tracewh.rules import default_rules, matches, rules_fingerprint
 
-from .schema import TABLES
+from tracewh.schema import TABLES
 
 KINDS = ("busy", "communication", "computation")
 CLASS_KINDS = ("communication", "computation")
@@ -64,13 +63,14 @@ def merge(starts, ends):
 
 
 def classify(category, name, rules):
-    """The class the first matching rule gives (the SQL view kernel_classes does the same)."""
+    """The class the first matching rule gives (the SQL view kernel_classes does the same, with
+    the same regular-expression engine)."""
     for target, rule_category, pattern, value in rules:
         if target != "class":
             continue
         if rule_category is not None and rule_category != category:
             continue
-        if pattern is not None and not re.search(pattern, (name or "").lower()):
+        if pattern is not None and not matches(pattern, (name or "").lower()):
             continue
         return value
     return "other"

@@ -19,7 +19,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @contextlib.contextmanager
-def worker_pool(jobs, initializer=None, initargs=(), embedded=False):
+def worker_pool(jobs, embedded=False):
     """A process pool whose workers are forked at once, before this process starts threads of
     its own (the hashing thread): a fork copies only the calling thread, and a lock another
     thread held at that moment would stay locked in the child. `embedded`: this process is
@@ -32,8 +32,7 @@ def worker_pool(jobs, initializer=None, initargs=(), embedded=False):
     # A forkserver's children are not ours: they die with the forkserver, which ends with us.
     parent = None if embedded else os.getpid()
     pool = concurrent.futures.ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker,
-        initargs=(parent, initializer, initargs))
+        jobs, mp_context=context, initializer=_start_worker, initargs=(parent,))
     try:
         _start_workers(pool, jobs)
         yield pool
@@ -62,11 +61,9 @@ def _start_workers(pool, jobs):
         gc.unfreeze()
 
 
-def _start_worker(parent, initializer, initargs):
+def _start_worker(parent):
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if initializer is not None:
-        initializer(*initargs)
 
 
 def _die_with(parent):

@@ -14,13 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tracewh.catalog import staged_name
+from tracewh.layout import staged_name
+from tracewh.parquet import write_table
+from tracewh.schema import TABLES
 
-from .schema import TABLES
-
-PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1}
-JSON_TEXT_COLUMNS = {"args", "extra", "metadata", "properties"}
-PLAIN_TEXT_COLUMNS = JSON_TEXT_COLUMNS | {"id"}
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
 TAIL_BYTES = 1 << 16
 
@@ -47,29 +44,11 @@ def shift_times(table, delta):
 
 
 def write_part(directory, name, part, table):
-    pq.write_table(table, directory / staged_name(name, part),
-                   use_dictionary=dictionary_columns(table.schema),
-                   write_statistics=statistics_columns(table.schema), **PARQUET_OPTIONS)
-
-
-def dictionary_columns(schema):
-    """The columns worth dictionary encoding: text with few distinct values (names, categories,
-    pids). Timestamps, indexes, flow ids and args text are nearly all distinct; a dictionary of
-    them overflows and falls back to plain anyway, after costing time and a wasted page:
-    encoding them plain halved a chunk's Parquet size (0.71 -> 0.41 MB) and cut its write
-    time."""
-    return [field.name for field in schema
-            if pa.types.is_string(field.type) and field.name not in PLAIN_TEXT_COLUMNS]
-
-
-def statistics_columns(schema):
-    """The columns worth min/max statistics: all but the JSON text ones, which no query
-    filters by range (their statistics cost a comparison of every value, and page space)."""
-    return [field.name for field in schema if field.name not in JSON_TEXT_COLUMNS]
+    write_table(table, directory / staged_name(name, part))
 
 
 def write_whole(directory, name, rows):
-    """A small table written from Python rows (traces, devices), as part 0."""
+    """A small table written from Python rows (devices), as part 0."""
     table = pa.Table.from_pylist(rows, schema=TABLES[name].schema)
     write_part(directory, name, 0, table)
 

@@ -4,6 +4,8 @@
 -- of unrelated traces). Idle, span and step figures are measured within a group and summed
 -- over groups (`gpu_idle`, `gpu_busy.span_ns`, `run_metrics.gpu_idle_ns`).
 --
+-- Reads: gpu_time
+--
 -- Columns:
 --   run, phase, rank   partition
 --   trace_id           the capture
@@ -25,7 +27,7 @@ reached AS (
   FROM spans
 )
 SELECT run, phase, rank, trace_id, first_ns, last_ns,
-       sum(CASE WHEN reach IS NULL OR first_ns > reach THEN 1 ELSE 0 END) OVER (
+       CAST(sum(CASE WHEN reach IS NULL OR first_ns > reach THEN 1 ELSE 0 END) OVER (
          PARTITION BY run, phase, rank ORDER BY first_ns, trace_id
-         ROWS UNBOUNDED PRECEDING) AS capture_group
+         ROWS UNBOUNDED PRECEDING) AS BIGINT) AS capture_group
 FROM reached;

@@ -3,12 +3,14 @@
 -- For one ingested file, the sum of `events` over the relations equals the number of events
 -- in its traceEvents (`traces.events`): every input event lands in exactly one table.
 --
+-- Reads: counters, cpu_ops, flows, instants, kernels, metadata, other_events, runtime
+--
 -- Columns:
 --   run, phase, rank   partition of the trace
 --   relation           table name: kernels, cpu_ops, runtime, flows, counters, instants,
 --                      metadata or other_events
 --   events             rows of that table from that file
---   trace_id           the ingested file (as in traces)
+--   trace_id           the ingested file (`traces.trace_id`)
 CREATE OR REPLACE VIEW event_counts AS
 SELECT run, phase, rank, 'kernels' AS relation, count(*) AS events, trace_id
 FROM kernels GROUP BY run, phase, rank, trace_id

@@ -5,6 +5,8 @@
 -- name_id and named afterwards from `kernel_name_classes`, so millions of long names are not
 -- compared.
 --
+-- Reads: kernel_name_classes, kernels
+--
 -- Columns:
 --   run, phase, rank   partition
 --   category           kernel, gpu_memcpy, gpu_memset, cuda_sync, gpu_user_annotation (and

@@ -3,6 +3,8 @@
 -- windows of time, not work, so they are kept out of kernel_stats, kernel_histogram and
 -- rank_skew, and of GPU busy time; here is how long they lasted.
 --
+-- Reads: gpu_activity_stats
+--
 -- Columns:
 --   run, phase, rank   partition
 --   name               the annotation

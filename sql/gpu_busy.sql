@@ -2,6 +2,8 @@
 -- streams pooled), gpu_user_annotation ranges left out since they mark time, not work. From
 -- `rank_gpu_time` (lengths measured per trace at ingest).
 --
+-- Reads: rank_gpu_time
+--
 -- Columns:
 --   run, phase, rank   partition
 --   busy_ns            length of the union of kernel, memcpy, memset and sync intervals, ns

@@ -9,6 +9,8 @@
 -- within each capture group of the rank (`capture_spans`: captures overlapping in time) and
 -- summed: the time between two captures taken hours apart is not idle time.
 --
+-- Reads: capture_spans, kernel_launches
+--
 -- Columns:
 --   run, phase, rank   partition
 --   stream             GPU stream

@@ -7,6 +7,8 @@
 -- `kernel_names` table, so that a query about one run reads that run's names only;
 -- `kernel_classes` and `kernel_stats` join it on run and the compact name_id.
 --
+-- Reads: kernel_class_rules, kernel_names
+--
 -- Columns:
 --   run          the run whose traces have the name
 --   category     category of the activity

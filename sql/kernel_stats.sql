@@ -4,12 +4,21 @@
 -- range would rank as the top "kernel" and its busy_share exceed 1); `gpu_annotation_stats`
 -- has them.
 --
+-- Reads: gpu_activity_stats, gpu_busy
+--
 -- Columns:
 --   run, phase, rank   partition
 --   category           kernel, gpu_memcpy, gpu_memset, cuda_sync (and vendors' kernel
 --                      categories, such as mtia_ccp_events)
---   name, short_name, class, count, total_ns, mean_ns, min_ns, max_ns, p50_ns, p90_ns,
---   p99_ns             as in gpu_activity_stats
+--   name               full name
+--   short_name         name without parameters and template arguments but the first
+--                      template argument's name (`kernel_name_classes`)
+--   class              communication, computation, memory, sync or other
+--   count              number of executions
+--   total_ns           sum of durations, ns
+--   mean_ns            mean duration, ns (a fraction)
+--   min_ns, max_ns     shortest and longest duration, ns
+--   p50_ns, p90_ns, p99_ns   duration percentiles (nearest rank: an actual duration), ns
 --   busy_share         total_ns / the rank's GPU busy time (gpu_busy.busy_ns): at most 1 but
 --                      for kernels of one name that run at once on several streams
 CREATE OR REPLACE VIEW kernel_stats AS

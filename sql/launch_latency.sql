@@ -1,6 +1,8 @@
 -- Launch latency, one row per launched GPU activity: from the runtime/driver call's start on
 -- the CPU to the activity's start on the GPU (joined on the correlation id).
 --
+-- Reads: kernel_launches
+--
 -- Columns:
 --   run, phase, rank, trace_id   partition and trace
 --   correlation        the correlation id

@@ -1,5 +1,7 @@
 -- Launch latency summed up per run, phase and rank.
 --
+-- Reads: launch_latency
+--
 -- Columns:
 --   run, phase, rank   partition
 --   launches           launched GPU activities with a matching runtime/driver call

@@ -6,6 +6,8 @@
 -- and symmetric-memory kernels all count. Every ingested rank has a row, even without
 -- kernels. Read from `rank_gpu_time` (union lengths measured per trace at ingest).
 --
+-- Reads: rank_gpu_time, traces
+--
 -- Columns:
 --   run, phase, rank   partition
 --   comm_ns            length of the union of communication kernels, ns

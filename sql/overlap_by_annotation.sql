@@ -3,6 +3,8 @@
 -- A kernel counts in the window when the runtime call that launched it falls in it (its own
 -- start when it has no launch): GPU work runs after the CPU that issued it.
 --
+-- Reads: _overlap_windows
+--
 -- Columns:
 --   run, phase, rank     partition
 --   trace_id             the trace holding the window
@@ -10,7 +12,11 @@
 --   annotation           the annotation's name
 --   start_ns, end_ns     the window on the CPU, ns
 --   dur_ns               end_ns - start_ns
---   comm_ns, compute_ns, overlap_ns, overlap_ratio, exposed_comm_ns   as in overlap
+--   comm_ns              length of the union of communication kernels in the window, ns
+--   compute_ns           length of the union of computation kernels in the window, ns
+--   overlap_ns           length of their intersection, ns
+--   overlap_ratio        overlap_ns / comm_ns; NULL when there is no communication
+--   exposed_comm_ns      communication not hidden under computation: comm_ns - overlap_ns
 --   export_command       the `tracewh export` command that writes the window's events as
 --                        Chrome-trace JSON (Perfetto, chrome://tracing)
 CREATE OR REPLACE VIEW overlap_by_annotation AS
@@ -22,5 +28,5 @@ SELECT
   CASE WHEN first_ns > 0 THEN CAST(overlap_ns AS DOUBLE) / first_ns END AS overlap_ratio,
   first_ns - overlap_ns AS exposed_comm_ns,
   export_command
-FROM overlap_windows
+FROM _overlap_windows
 WHERE scope = 'annotation';

@@ -1,6 +1,8 @@
 -- Overlap between each pair of GPU streams of a rank: how long both are busy at once
 -- (communication and computation kernels).
 --
+-- Reads: _overlap_windows
+--
 -- Columns:
 --   run, phase, rank     partition
 --   first_stream         the lower-numbered stream
@@ -17,5 +19,5 @@ SELECT
   first_ns AS first_busy_ns, second_ns AS second_busy_ns, overlap_ns,
   CASE WHEN least(first_ns, second_ns) > 0
        THEN CAST(overlap_ns AS DOUBLE) / least(first_ns, second_ns) END AS overlap_ratio
-FROM overlap_windows
+FROM _overlap_windows
 WHERE scope = 'stream_pair';

@@ -1,12 +1,14 @@
 -- GPU time per run, phase and rank as union lengths: busy, communication and computation
 -- time and their overlap, all streams pooled. The input of `gpu_busy` and `overlap`.
 --
--- Each trace's unions are measured once at ingest (`gpu_time`, `trace_class_time`). A rank's
+-- Each trace's unions are measured once at ingest (`gpu_time`, `_trace_class_time`). A rank's
 -- figures are their sums when the GPU spans of its captures do not overlap in time (one
 -- capture per rank, or captures taken one after another). When they do overlap, or when
 -- custom kernel rules leave no stored class time, the rank's intervals (`gpu_intervals`,
--- `rank_class_intervals`) are merged here in one ordered pass, so that time covered twice
+-- `_rank_class_intervals`) are merged here in one ordered pass, so that time covered twice
 -- counts once: each interval adds the part of it past the furthest end seen so far.
+--
+-- Reads: _rank_class_intervals, _trace_class_time, capture_spans, gpu_intervals, gpu_time
 --
 -- Columns:
 --   run, phase, rank     partition
@@ -41,7 +43,7 @@ stored AS (
          CAST(sum(c.comm_or_compute_ns) AS BIGINT) AS comm_or_compute_ns,
          count(c.trace_id) = count(*) AS classes_stored
   FROM gpu_time AS g
-  LEFT JOIN trace_class_time AS c USING (run, phase, rank, trace_id)  -- a run filter reaches c
+  LEFT JOIN _trace_class_time AS c USING (run, phase, rank, trace_id)  -- a run filter reaches c
   GROUP BY g.run, g.phase, g.rank
 ),
 plan AS NOT MATERIALIZED (
@@ -57,7 +59,7 @@ to_merge AS (
   WHERE i.kind = 'busy'
   UNION ALL
   SELECT c.run, c.phase, c.rank, c.side, c.start_ns, c.end_ns
-  FROM rank_class_intervals AS c
+  FROM _rank_class_intervals AS c
   JOIN (SELECT run, phase, rank FROM plan WHERE overlapping OR NOT classes_stored) AS p
     ON p.run = c.run AND p.phase = c.phase AND p.rank = c.rank
 ),

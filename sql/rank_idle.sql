@@ -5,9 +5,11 @@
 -- steps is the figure to read then. From `gpu_busy` and the disjoint busy intervals of each
 -- trace (`gpu_intervals`), merged per capture group (`capture_spans`).
 --
+-- Reads: capture_spans, cpu_ops, gpu_busy, gpu_intervals
+--
 -- Columns:
 --   run, phase, rank     partition
---   span_ns              as in gpu_busy: first to last activity within each capture group,
+--   span_ns              first to last activity within each capture group,
 --                        summed, ns
 --   idle_ns              span_ns - busy_ns (run_metrics' gpu_idle_ns), ns
 --   largest_gap_ns       the longest time with no GPU activity on any stream, within a

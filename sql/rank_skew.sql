@@ -3,6 +3,8 @@
 -- expert-parallel load imbalance. GPU work only: gpu_user_annotation ranges are windows, not
 -- kernels.
 --
+-- Reads: kernel_classes
+--
 -- Columns:
 --   run, phase         partition
 --   level              'class' or 'kernel'

@@ -1,20 +1,36 @@
--- Kernel-level difference between two runs: the rows behind `tracewh diff`, as table macros
--- for ad hoc queries and BI tools.
+-- Kernel-level difference between two runs, or two phases of runs: the rows behind
+-- `tracewh diff`, as table macros for ad hoc queries and BI tools.
 --
 --   SELECT * FROM run_diff('nightly-1128', 'nightly-1129')
 --   SELECT * FROM run_diff_with(base, new, threshold_pct, min_ns, key_by, phase, rank)
+--   SELECT * FROM run_phase_diff_with(base, base_phase, new, new_phase, threshold_pct, min_ns,
+--                                     key_by, rank)
 --
 -- run_diff uses the defaults of `tracewh diff`: threshold 5 %, noise floor 10000 ns, kernels
--- matched by full name, every phase and rank. key_by is 'name', 'short_name' (runs on other
--- builds or hardware) or 'class'; phase and rank may be NULL (all). When both runs have the
--- same number of ranks, count and total are sums over ranks; otherwise per-rank medians (a
--- rank without the kernel counts as 0; a kernel whose median count is 0 on both sides, run
--- by few ranks, is left out). mean/p50/p90 are over all the kernel's executions.
+-- matched by full name, every phase and rank. run_diff_with compares one phase (or, NULL,
+-- every phase) of both runs; run_phase_diff_with compares phase base_phase of run base with
+-- phase new_phase of run new (prefill against decode of one run, say): a NULL phase is the
+-- other side's, both NULL every phase. Nothing is compared when both sides are the same run
+-- and phase. key_by is 'name', 'short_name' (runs on other builds or hardware), 'class',
+-- 'op' (operators: one row per cpu_op name, its calls that launched GPU activity and their
+-- self GPU time from op_calls; the activity no op launched is the row '(no op)', counted per
+-- activity) or 'collective' (communication kernels as their collective and size,
+-- `all_reduce 8196000 B`, from collective_waits); rank may be NULL (all). When both sides
+-- have the same number of (phase, rank) pairs, count and total are sums over ranks;
+-- otherwise per-rank medians (a rank without the kernel counts as 0; a kernel whose median
+-- count is 0 on both sides, run by few ranks, is left out). mean/p50/p90 are over all the
+-- kernel's executions.
+--
+-- Reads: kernel_classes, collective_waits, op_calls, op_kernels, traces
+-- Parameters: base VARCHAR, new VARCHAR, threshold_pct DOUBLE, min_ns BIGINT,
+--   key_by VARCHAR, phase_filter VARCHAR, rank_filter INTEGER, base_phase VARCHAR,
+--   new_phase VARCHAR
 --
 -- Columns:
---   name                     the kernel (or short name, or class, per key_by)
+--   name                     the kernel (or short name, class, op name, or collective and
+--                            size, per key_by)
 --   class                    its class
---   base_count, new_count    executions
+--   base_count, new_count    executions (with key_by 'op': calls)
 --   base_total_ns, new_total_ns   total duration, ns
 --   base_mean_ns, new_mean_ns, base_p50_ns, new_p50_ns, base_p90_ns, new_p90_ns
 --   delta_ns                 new_total_ns - base_total_ns
@@ -23,25 +39,51 @@
 --                            improved when the total moves by more than threshold_pct and by
 --                            more than min_ns
 -- Rows are ordered by |delta_ns| descending, ties by name.
-CREATE OR REPLACE MACRO run_diff_with(base, new, threshold_pct, min_ns, key_by, phase_filter,
-                                      rank_filter) AS TABLE
-WITH chosen AS (
-  SELECT CASE WHEN run = base THEN 'base' ELSE 'new' END AS side, phase, rank,
-         CASE key_by WHEN 'short_name' THEN short_name WHEN 'class' THEN class ELSE name END
-           AS key,
-         class, dur_ns
-  FROM kernel_classes
-  WHERE run IN (base, new) AND base <> new
-    AND (phase_filter IS NULL OR phase = phase_filter)
-    AND (rank_filter IS NULL OR rank = rank_filter)
-    AND category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
+CREATE OR REPLACE MACRO run_phase_diff_with(base, base_phase, new, new_phase, threshold_pct,
+                                            min_ns, key_by, rank_filter) AS TABLE
+WITH side_ranks AS (
+  -- each side's partitions: the one place a (run, phase) is given its side
+  SELECT DISTINCT side, run, phase, rank
+  FROM (
+    SELECT CASE WHEN run = base AND phase = coalesce(base_phase, new_phase, phase) THEN 'base'
+                WHEN run = new AND phase = coalesce(new_phase, base_phase, phase) THEN 'new'
+           END AS side, run, phase, rank
+    FROM traces
+    WHERE run IN (base, new)
+      AND (base <> new OR coalesce(base_phase, new_phase) <> coalesce(new_phase, base_phase))
+      AND (rank_filter IS NULL OR rank = rank_filter)
+  ) AS sided
+  WHERE side IS NOT NULL
 ),
-side_ranks AS (
-  SELECT DISTINCT CASE WHEN run = base THEN 'base' ELSE 'new' END AS side, phase, rank
-  FROM traces
-  WHERE run IN (base, new)
-    AND (phase_filter IS NULL OR phase = phase_filter)
-    AND (rank_filter IS NULL OR rank = rank_filter)
+chosen AS (
+  SELECT r.side, k.phase, k.rank, k.key, k.class, k.dur_ns
+  FROM (
+    SELECT run, phase, rank,
+           CASE key_by WHEN 'short_name' THEN short_name WHEN 'class' THEN class ELSE name END
+             AS key,
+           class, dur_ns
+    FROM kernel_classes
+    WHERE key_by NOT IN ('op', 'collective') AND category <> 'gpu_user_annotation'
+      AND dur_ns IS NOT NULL
+    UNION ALL
+    SELECT run, phase, rank,
+           collective || ' ' || coalesce(CAST(msg_bytes AS VARCHAR) || ' B', 'unsized') AS key,
+           'communication' AS class, dur_ns
+    FROM collective_waits
+    WHERE key_by = 'collective' AND dur_ns IS NOT NULL
+    UNION ALL
+    SELECT run, phase, rank, name AS key,
+           CASE WHEN gpu_self_comm_ns > 0 THEN 'communication' ELSE 'computation' END
+             AS class,
+           gpu_self_ns AS dur_ns
+    FROM op_calls
+    WHERE key_by = 'op' AND gpu_kernels > 0
+    UNION ALL
+    SELECT run, phase, rank, '(no op)' AS key, class, dur_ns
+    FROM op_kernels
+    WHERE key_by = 'op' AND op_event_index IS NULL AND dur_ns IS NOT NULL
+  ) AS k
+  JOIN side_ranks AS r ON r.run = k.run AND r.phase = k.phase AND r.rank = k.rank
 ),
 rank_counts AS (
   SELECT sum(CASE WHEN side = 'base' THEN 1 ELSE 0 END) AS base_ranks,
@@ -114,6 +156,11 @@ SELECT name, class, base_count, new_count, base_total_ns, new_total_ns,
 FROM joined
 WHERE base_count > 0 OR new_count > 0
 ORDER BY abs(new_total_ns - base_total_ns) DESC, name;
+
+CREATE OR REPLACE MACRO run_diff_with(base, new, threshold_pct, min_ns, key_by, phase_filter,
+                                      rank_filter) AS TABLE
+SELECT * FROM run_phase_diff_with(base, phase_filter, new, phase_filter, threshold_pct, min_ns,
+                                  key_by, rank_filter);
 
 CREATE OR REPLACE MACRO run_diff(base, new) AS TABLE
 SELECT * FROM run_diff_with(base, new, 5, 10000, 'name', NULL, NULL);

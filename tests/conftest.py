@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # TRACEWH_TEST_SHARED moves ../shared (a test checks that the suite collects without it).
 SHARED = Path(os.environ.get("TRACEWH_TEST_SHARED") or ROOT.parent / "shared") / "traces"
 EXAMPLES = ROOT / "examples" / "dlrm-8rank"
-DATA = Path(__file__).resolve().parent / "data"
 
 
 def shared(relative):
@@ -62,13 +61,57 @@ def mart_frame(warehouse, name):
                          .to_table())
 
 
+def connect(warehouse, rules_file=None, **options):
+    """A confined DuckDB connection over the warehouse's newest snapshot, as `tracewh query`
+    has (`options`: runs, tables, allow_write: see `Warehouse.connect`)."""
+    import tracewh
+
+    return tracewh.open(warehouse, rules_file).connect(**options)
+
+
+def define_helpers(connection, *names):
+    """Define on `connection` the internal helpers `names` (and the helpers they read), which
+    the library publishes only inlined into its views: for tests comparing a helper with a
+    reference."""
+    from tracewh.library import is_internal, library_modules_in_order, modules_read_by
+
+    needed = modules_read_by(*names)
+    for name, text in library_modules_in_order().items():
+        if name in needed and is_internal(name):
+            connection.execute(text)
+
+
+def written_library_connection():
+    """An in-memory connection over empty tables with every library module defined as
+    written (helpers as views of their own), each once, in the order connections define them."""
+    import duckdb
+
+    from tracewh.library import library_in_order
+    from tracewh.peaks import create_peaks_table, default_peaks
+    from tracewh.rules import create_rules_table, default_rules
+    from tracewh.schema import TABLES
+    from tracewh.table_sql import stand_in_sql
+
+    connection = duckdb.connect()
+    for table in TABLES.values():
+        connection.execute(stand_in_sql(table))
+    create_rules_table(connection, default_rules())
+    create_peaks_table(connection, default_peaks())
+    for text in library_in_order():
+        connection.execute(text)
+    return connection
+
+
 def view_frame(warehouse, name):
     """A library view's rows over the warehouse's snapshot, as polars."""
     import polars as pl
 
-    from tracewh.query import connect
-
     return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
+
+
+def error_lines(text):
+    """The `error: ` lines of a command's output."""
+    return [line for line in text.splitlines() if line.startswith("error: ")]
 
 
 def sorted_frame(frame):

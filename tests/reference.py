@@ -2,6 +2,7 @@
 an event's keys are kept."""
 
 import json
+import math
 from decimal import Decimal
 from fractions import Fraction
 
@@ -157,3 +158,121 @@ def stream_intervals(document):
             continue
         start = base + ns(event["ts"])
         yield event.get("args", {}).get("stream", event.get("tid")), (start, start + ns(event["dur"]))
+
+
+# Performance models (op_perf): FLOPs and bytes of one call from its args, written from the
+# formulas (see the README), not from the SQL.
+ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2,
+                 "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
+                 "c10::Float8_e5m2fnuz": 1, "signed char": 1, "unsigned char": 1, "bool": 1,
+                 "short int": 2, "int": 4, "long int": 8, "c10::complex<float>": 8,
+                 "c10::complex<double>": 16}
+GEMMS = {"aten::mm": (0, 1, None), "aten::bmm": (0, 1, None), "aten::addmm": (1, 2, 0),
+         "aten::baddbmm": (1, 2, 0), "aten::_scaled_mm": (0, 1, 4)}
+# name: (pass, position of Q, position of is_causal)
+ATTENTION = {"aten::_scaled_dot_product_flash_attention": ("forward", 0, 4),
+             "aten::_scaled_dot_product_efficient_attention": ("forward", 0, 6),
+             "aten::_scaled_dot_product_cudnn_attention": ("forward", 0, 6),
+             "aten::_scaled_dot_product_flash_attention_backward": ("backward", 1, 11),
+             "aten::_scaled_dot_product_efficient_attention_backward": ("backward", 1, 11),
+             "aten::_scaled_dot_product_cudnn_attention_backward": ("backward", 1, 14)}
+
+
+def op_model(name, args):
+    """(flops, bytes) of a call of op `name` with profiler `args`, or None when the op is not
+    modeled or its shapes are missing; bytes is None when a type has no known size."""
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if dims is None:
+        return None
+    concrete = args.get("Concrete Inputs") or [""] * len(dims)
+    size = [ELEMENT_BYTES.get(t) for t in types]
+    if name in GEMMS:
+        return _gemm(dims, size, *GEMMS[name])
+    if name in ATTENTION:
+        return _attention(dims, size, concrete, *ATTENTION[name])
+    if name == "aten::convolution":
+        return _conv_forward(dims, size, concrete)
+    if name == "aten::convolution_backward":
+        return _conv_backward(dims, size, concrete)
+    return None
+
+
+def _bytes(*terms):
+    """Sum of elements x element size; None when a size is unknown."""
+    if any(size is None for count, size in terms if count):
+        return None
+    return sum(count * size for count, size in terms if count)
+
+
+def _gemm(dims, size, a, b, bias):
+    (*batch_a, m, k), (*_, n) = dims[a], dims[b]
+    batch = batch_a[0] if batch_a else 1
+    biased = bias is not None and len(dims) > bias and size[bias] is not None
+    bias_elements = math.prod(dims[bias]) if biased else 0
+    out_size = 2 if size[a] == 1 else size[a]
+    flops = batch * (2 * m * n * k + (m * n if biased else 0))
+    return flops, _bytes((batch * m * k, size[a]), (batch * k * n, size[b]),
+                         (batch * m * n, out_size), (bias_elements, size[bias] if biased else 0))
+
+
+def _attention(dims, size, concrete, pass_, q, causal_at):
+    (batch, heads_q, n_q, d_qk), (_, heads_kv, n_kv, _), (*_, d_v) = dims[q:q + 3]
+    causal = concrete[causal_at].lower() == "true" and n_q == n_kv
+    q_el, k_el = batch * heads_q * n_q * d_qk, batch * heads_kv * n_kv * d_qk
+    v_el, o_el = batch * heads_kv * n_kv * d_v, batch * heads_q * n_q * d_v
+    if pass_ == "forward":
+        matmuls = 2 * batch * heads_q * n_q * n_kv * d_qk + 2 * batch * heads_q * n_q * n_kv * d_v
+        flops = matmuls // 2 if causal else matmuls
+        return flops, _bytes((q_el, size[q]), (k_el, size[q + 1]), (v_el, size[q + 2]),
+                             (o_el, size[q]))
+    # QK^T again, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q
+    matmuls = sum(2 * batch * heads_q * n_q * n_kv * d for d in (d_qk, d_v, d_v, d_qk, d_qk))
+    reduce_heads = batch * n_kv * (d_v + d_qk) * (heads_q // heads_kv - 1)
+    flops = (matmuls // 2 if causal else matmuls) + reduce_heads
+    return flops, _bytes((2 * q_el, size[q]), (2 * k_el, size[q + 1]), (2 * v_el, size[q + 2]),
+                         (o_el, size[q]))
+
+
+def _ints(text, count, default):
+    """A profiler int list ('[16, 16]', '[1]' or '') as `count` values."""
+    values = [int(v) for v in text.strip("[]").split(",") if v.strip()] or [default]
+    return values * count if len(values) == 1 else values
+
+
+def _conv_forward(dims, size, concrete):
+    x, w = dims[0], dims[1]
+    spatial = len(x) - 2
+    stride, padding, dilation, out_padding = (
+        _ints(concrete[i], spatial, d) for i, d in ((3, 1), (4, 0), (5, 1), (7, 0)))
+    transposed = concrete[6] == "True"
+    groups = int(concrete[8] or 1)
+    if transposed:
+        out_spatial = [(x[2 + j] - 1) * stride[j] - 2 * padding[j] + dilation[j]
+                       * (w[2 + j] - 1) + out_padding[j] + 1 for j in range(spatial)]
+        channels = w[1] * groups
+    else:
+        out_spatial = [(x[2 + j] + 2 * padding[j] - dilation[j] * (w[2 + j] - 1) - 1)
+                       // stride[j] + 1 for j in range(spatial)]
+        channels = w[0]
+    out = x[0] * channels * math.prod(out_spatial)
+    per_output = 2 * math.prod(w[1:])
+    flops = per_output * (math.prod(x) if transposed else out)
+    biased = len(dims) > 2 and bool(dims[2]) and size[2] is not None
+    return (flops + (out if biased else 0),
+            _bytes((math.prod(x), size[0]), (math.prod(w), size[1]), (out, size[0]),
+                   (channels if biased else 0, size[2])))
+
+
+def _conv_backward(dims, size, concrete):
+    grad_out, x, w = dims[0], dims[1], dims[2]
+    transposed = concrete[7] == "True"
+    mask = [v.strip() == "True" for v in concrete[10].strip("[]").split(",")]
+    per_output = 2 * math.prod(w[1:])
+    conv = per_output * (math.prod(x) if transposed else math.prod(grad_out))
+    gradients = mask[0] + mask[1]
+    out = math.prod(grad_out)
+    flops = gradients * conv + (out if mask[2] else 0)
+    moved = _bytes((gradients * out, size[0]), (gradients * math.prod(w), size[2]),
+                   (gradients * math.prod(x), size[1]),
+                   ((out + grad_out[1]) if mask[2] else 0, size[0]))
+    return flops, moved

@@ -36,7 +36,8 @@ def test_a_notebook_session(wh, tracewh):
     assert set(report) >= {"kernels", "metrics", "summary"}
     assert report["summary"]["regression"] in (True, False)
     assert {m["metric"] for m in report["metrics"]} == {
-        "overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns"}
+        "overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
+        "collective_wait_ns"}
     trend = wh.trend("overlap_ratio", tag="git=3f2a")
     assert [row["run"] for row in trend] == ["base"] and trend[0]["ranks"] == 8
 
@@ -45,7 +46,8 @@ def test_mistakes_are_exceptions_with_one_line(wh, tmp_path):
     with pytest.raises(WarehouseError, match="does not exist"):
         tracewh.open(tmp_path / "nothing").sql("SELECT 1")
     wh.ingest(DLRM[0], run="a", phase="train")
-    with pytest.raises(UsageError, match="unknown run 'b'"):
+    with pytest.raises(UsageError, match=r"^unknown run 'b' \(Warehouse.runs\(\) lists the 1 "
+                       r"run\)$"):  # the library's words, not the CLI's `tracewh runs`
         wh.diff("a", "b")
     with pytest.raises(UsageError, match="invalid run"):
         wh.ingest(DLRM[1], run="../escape")

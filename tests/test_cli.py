@@ -16,10 +16,11 @@ import pytest
 
 from click.testing import CliRunner
 
+from tracewh.api import Warehouse
 from tracewh.catalog import Catalog
 from tracewh.cli import cli
 
-from .conftest import EXAMPLES, ROOT, live_files, other_writer, shared
+from .conftest import EXAMPLES, ROOT, connect, live_files, other_writer, shared
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
@@ -128,7 +129,7 @@ def test_kill_midway_leaves_no_partial_partition(tmp_path):
     document["traceEvents"] = document["traceEvents"] * 8
     big.write_text(json.dumps(document))
     warehouse = tmp_path / "wh"
-    command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(warehouse),
+    command = [sys.executable, "-m", "tracewh", "--warehouse", str(warehouse),
                "ingest", str(big), "--run", "k", "--jobs", "2"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for delay in (0.3, 0.8, 1.5):
@@ -154,7 +155,7 @@ def test_kill_midway_leaves_no_partial_partition(tmp_path):
 def test_concurrent_ingests_all_land(tmp_path):
     warehouse = tmp_path / "wh"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    processes = [subprocess.Popen([sys.executable, "-m", "tracewh.cli_main", "--warehouse",
+    processes = [subprocess.Popen([sys.executable, "-m", "tracewh", "--warehouse",
                                    str(warehouse), "ingest", str(path), "--run", "c",
                                    "--phase", "train", "--jobs", "1"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -192,11 +193,10 @@ def test_queries_during_ingests_see_whole_traces(tmp_path):
     warehouse = tmp_path / "wh"
     warehouse.mkdir()  # an empty warehouse, readable before the ingest's first commit
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    ingest = subprocess.Popen([sys.executable, "-m", "tracewh.cli_main", "--warehouse",
+    ingest = subprocess.Popen([sys.executable, "-m", "tracewh", "--warehouse",
                                str(warehouse), "ingest", str(EXAMPLES), "--run", "live",
                                "--phase", "train", "--jobs", "1"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from tracewh.query import connect
     seen = set()
     while True:
         finished = ingest.poll() is not None
@@ -214,15 +214,14 @@ def test_queries_during_ingests_see_whole_traces(tmp_path):
 def test_a_query_on_the_snapshot_before_a_replace_still_reads_it(tracewh, warehouse):
     """Files a commit retires stay until `vacuum`: a query that took its snapshot before a
     --replace reads it whole, and a new one sees the replacement."""
-    from tracewh import query
     path = shared("hta/call_stack/backward_thread.json")
     tracewh("ingest", path, "--run", "r", "--tag", "v=1")
-    stale = query.connect(warehouse)
+    stale = connect(warehouse)
     tracewh("ingest", path, "--run", "r", "--replace", "--tag", "v=2")
     assert stale.execute("SELECT count(*), any_value(tags) FROM cpu_ops JOIN traces "
                          "USING (trace_id)").fetchall() == [(5, '{"v": "1"}')]
-    ((_, rows),) = query.query_warehouse(warehouse, "SELECT count(*), any_value(tags) "
-                                         "FROM cpu_ops JOIN traces USING (trace_id)")
+    ((_, rows),) = Warehouse(warehouse).query("SELECT count(*), any_value(tags) "
+                                              "FROM cpu_ops JOIN traces USING (trace_id)")
     assert rows == [(5, '{"v": "2"}')]
 
 
@@ -274,7 +273,7 @@ def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
     command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(warehouse), "query",
                "SELECT ts_ns FROM kernels"]
     if not os.path.exists(command[0]):
-        command[0:1] = [sys.executable, "-m", "tracewh.cli_main"]
+        command[0:1] = [sys.executable, "-m", "tracewh"]
     screen, _ = on_terminal(command, "stdout", env={**os.environ, "PYTHONPATH": str(ROOT)})
     lines = screen.splitlines()
     assert len(lines) == 2 + 40 + 1 and lines[-1].startswith("(261 rows, the first 40 shown")
@@ -313,7 +312,7 @@ def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
                    check=True, capture_output=True)
     assert big.stat().st_size >= 16 << 20
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(tmp_path / "wh"),
+    command = [sys.executable, "-m", "tracewh", "--warehouse", str(tmp_path / "wh"),
                "ingest", str(big), "--run", "big"]
     text, status = on_terminal(command, "stderr", env=env)
     assert status == 0
@@ -344,7 +343,7 @@ def start_ingest_with_workers(warehouse, *paths):
     """An ingest in its own process group, once its two workers are running: (process, worker
     pids)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(warehouse), "ingest",
+        [sys.executable, "-m", "tracewh", "--warehouse", str(warehouse), "ingest",
          *map(str, paths), "--run", "big", "--jobs", "2"], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=_default_sigint)
@@ -436,16 +435,14 @@ def test_the_seconds_an_ingest_prints_are_the_command_s_wall_time(tracewh, monke
     import re
     import time
 
-    from tracewh.commands import ingest as command
-
-    real = command.ingest_files
+    real = Warehouse.ingest_files
 
     def slow_refresh(*args, **kwargs):
         outcomes = real(*args, **kwargs)
         time.sleep(1.5)  # as a slow refresh of the marts would
         return outcomes
 
-    monkeypatch.setattr(command, "ingest_files", slow_refresh)
+    monkeypatch.setattr(Warehouse, "ingest_files", slow_refresh)
     out = tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train").stdout
     seconds = float(re.fullmatch(r"run a: 8 files ingested, [\d,]+ events, [\d.]+ MB, "
                                  r"([\d.]+) s\n", out).group(1))

@@ -14,9 +14,8 @@ import duckdb
 import pytest
 
 from tracewh import delta
-from tracewh.query import connect
 
-from .conftest import EXAMPLES, ROOT
+from .conftest import EXAMPLES, ROOT, connect
 
 RANKS = sorted(EXAMPLES.glob("worker*"))[:2]
 
@@ -183,7 +182,7 @@ def test_a_read_only_warehouse_refuses_writers_in_one_line_and_serves_readers(pr
         subprocess.run(["chmod", "-R", "a-w", str(warehouse)], check=True)
 
         def run(*args):
-            return subprocess.run([*prefix, sys.executable, "-m", "tracewh.cli_main",
+            return subprocess.run([*prefix, sys.executable, "-m", "tracewh",
                                    "--warehouse", str(warehouse), *map(str, args)],
                                   capture_output=True, text=True, cwd=directory,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -9,7 +9,7 @@ from tracewh import delta
 from tracewh.catalog import Catalog
 from tracewh.derived import RECOMPUTE_FILE
 from tracewh.duckdb_file import FILE_NAME
-from tracewh.ingest.schema import TABLES
+from tracewh.schema import TABLES
 from tracewh.marts import MARTS
 
 from .conftest import EXAMPLES, live_files, mart_frame, sorted_frame, view_frame

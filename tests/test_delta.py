@@ -13,11 +13,11 @@ import polars as pl
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
-from tracewh.ingest.schema import TABLES
+from tracewh.schema import TABLES
 from tracewh import delta
 from tracewh.catalog import Catalog
 
-from .conftest import EXAMPLES, ROOT
+from .conftest import EXAMPLES, ROOT, connect
 
 DLRM0 = sorted(EXAMPLES.glob("worker0_*"))[0]
 
@@ -72,7 +72,6 @@ def test_readers_agree_with_tracewh(tracewh, warehouse, sql):
 def test_a_query_about_one_run_reads_only_its_files(tracewh, warehouse):
     for run in ("a", "b", "c"):
         tracewh("ingest", EXAMPLES, "--run", run, "--phase", "train", "--jobs", "2")
-    from tracewh.query import connect
     plan = connect(warehouse).execute("EXPLAIN ANALYZE SELECT count(*) FROM kernels "
                                       "WHERE run = 'b'").fetchall()[0][1]
     assert "Scanning Files: 8/24" in plan and "Total Files Read: 8" in plan
@@ -148,7 +147,6 @@ def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, 
     document["traceEvents"] = document["traceEvents"] * 12
     big.write_text(json.dumps(document))
     tracewh("ingest", big, "--run", "r", "--jobs", "2")
-    from tracewh.query import connect
     before = connect(warehouse)
     files_before = sum(len(v) for v in Catalog(warehouse).snapshot().files(warehouse).values())
     result = tracewh("optimize", "--run", "r")
@@ -175,7 +173,7 @@ def test_a_warehouse_of_an_earlier_tracewh_asks_for_a_new_ingest(tracewh, wareho
 CHURN = r"""
 import os, random, signal, subprocess, sys, time
 warehouse, stable, examples, seconds = sys.argv[1:5]
-command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", warehouse, "ingest"]
+command = [sys.executable, "-m", "tracewh", "--warehouse", warehouse, "ingest"]
 deadline = time.monotonic() + float(seconds)
 while time.monotonic() < deadline:
     subprocess.run(command + [stable, "--run", "stable", "--phase", "train", "--replace"],
@@ -215,7 +213,6 @@ def test_readers_see_whole_snapshots_during_replaces_and_killed_ingests(tracewh,
 
 def test_a_warehouse_being_created_reads_as_empty(warehouse):
     """A reader between the first table's creation and the first pointer (a race CI found)."""
-    from tracewh.query import connect
     (warehouse / "_tracewh").mkdir(parents=True)
     delta.create(warehouse / "kernels", TABLES["kernels"])
     assert connect(warehouse).execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]

@@ -11,16 +11,14 @@ import duckdb
 import polars as pl
 import pytest
 import sqlalchemy
-from deltalake import DeltaTable
 
 from tracewh import delta
 from tracewh.catalog import Catalog
 from tracewh.derived import DONE_FILE
 from tracewh.duckdb_file import FILE_NAME
 from tracewh.marts import MARTS, mart_path
-from tracewh.query import connect
 
-from .conftest import EXAMPLES, mart_frame, sorted_frame, view_frame
+from .conftest import EXAMPLES, connect, mart_frame, sorted_frame, view_frame
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
@@ -221,8 +219,8 @@ def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, mon
 
 def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
     """Ingest killed after its commits, before the marts: `refresh` derives the missing run."""
-    code = ("import sys\nfrom tracewh import derived, ingesting\n"
-            "ingesting.refresh_derived = lambda catalog: sys.exit(9)\n"
+    code = ("import sys\nfrom tracewh import api\n"
+            "api.refresh_derived = lambda catalog: sys.exit(9)\n"
             "from tracewh.cli import cli\n"
             f"cli(['--warehouse', {str(two_runs)!r}, 'ingest', {str(DLRM[5])!r}, "
             "'--run', 'late', '--phase', 'train'])\n")

@@ -6,10 +6,9 @@ import shlex
 
 import pytest
 
-from tracewh.ingest.schema import TABLES
-from tracewh.query import connect
+from tracewh.schema import TABLES
 
-from .conftest import EXAMPLES, SHARED, load_reference, require
+from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 
 REAL_TRACES = sorted(SHARED.rglob("*.json*")) if SHARED.exists() else []
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"

@@ -9,9 +9,9 @@ import pytest
 import tracewh
 from tracewh import delta
 from tracewh.catalog import StagedTrace
-from tracewh.errors import UsageError
+from tracewh.errors import HINT, TraceError, UsageError
 
-from .conftest import EXAMPLES, live_files
+from .conftest import EXAMPLES, error_lines, live_files
 
 WORKERS = sorted(EXAMPLES.glob("worker*.pt.trace.json.gz"))
 TOO_LARGE = 2**32
@@ -46,10 +46,6 @@ def written_ranks(warehouse):
     return sorted({path.name for path in warehouse.glob("*/run=*/phase=*/rank=*")})
 
 
-def error_lines(result):
-    return [line for line in result.stderr.splitlines() if line.startswith("error:")]
-
-
 @pytest.mark.parametrize("rank", ["2147483648", "99999999999", "-1"])
 def test_a_rank_option_outside_int32_is_one_error_line_and_writes_nothing(tracewh, warehouse,
                                                                            rank):
@@ -69,7 +65,7 @@ def test_a_file_name_rank_outside_int32_fails_that_file_only(tracewh, sql, wareh
     bad = trace_file(tmp_path / "in", f"trace_rank-{TOO_LARGE}.json.gz")
     trace_file(tmp_path / "in", "trace_rank-5.json.gz", worker=1)
     result = tracewh("ingest", tmp_path / "in", "--run", "r", "--jobs", "1", expect=2)
-    assert error_lines(result) == [
+    assert error_lines(result.stderr) == [
         f"error: {bad}: rank {TOO_LARGE} from the file name is outside {RANGE}: pass --rank"]
     assert "run r: 1 file ingested" in result.stdout
     assert written_ranks(warehouse) == ["rank=5"]
@@ -92,7 +88,7 @@ def test_a_distributed_rank_that_is_no_rank_fails_that_file_naming_it(tracewh, s
         expected.append(f"error: {bad}: distributedInfo.rank {shown} {problem}: pass --rank")
     trace_file(tmp_path / "in", "u.json.gz", worker=1, rank="3", world_size="8")
     result = tracewh("ingest", tmp_path / "in", "--run", "r", "--jobs", "1", expect=2)
-    assert error_lines(result) == expected
+    assert error_lines(result.stderr) == expected
     assert written_ranks(warehouse) == ["rank=3"]
     assert sql("SELECT rank, world_size FROM traces") == [{"rank": 3, "world_size": 8}]
 
@@ -196,3 +192,20 @@ def test_repair_rolls_back_a_commit_cut_short_by_the_value(tracewh, sql, warehou
     assert other_runs_rows(sql) == before
     assert not [path for path in live_files(warehouse) if "run=bad" in str(path)]
     tracewh("vacuum")  # a writer: the recovery works again
+
+
+def test_the_api_says_how_to_give_the_rank_in_its_own_words(warehouse, tmp_path):
+    """The library's message names the API's argument where the CLI names its flag; both
+    survive the trip from a worker process (pickling)."""
+    import pickle
+
+    bad = trace_file(tmp_path / "in", f"trace_rank-{TOO_LARGE}.json.gz")
+    [outcome] = tracewh.open(warehouse).ingest(str(bad), run="r")
+    assert outcome.status == "failed"
+    assert outcome.error == (f"{bad}: rank {TOO_LARGE} from the file name is outside {RANGE}: "
+                             "give its rank (rank=)")
+    assert outcome.cli_error.endswith(": pass --rank")
+    error = TraceError(bad, f"value too large{HINT}", " (--max-event-size)", " (max_event_size)")
+    crossed = pickle.loads(pickle.dumps(error))
+    assert (str(crossed), crossed.cli_message()) == (
+        f"{bad}: value too large (max_event_size)", f"{bad}: value too large (--max-event-size)")

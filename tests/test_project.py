@@ -50,4 +50,4 @@ def test_the_installed_package_is_tracewh_alone(tmp_path):
     assert {name.split("/")[0] for name in names} == {
         "tracewh", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
     assert {"tracewh/cli.py", "tracewh/ingest/pipeline.py", "tracewh/sql/overlap.sql",
-            "tracewh/sql/kernel_rules.toml", "tracewh/sql/live/trace_class_time.sql"} <= set(names)
+            "tracewh/sql/kernel_rules.toml", "tracewh/sql/live/_trace_class_time.sql"} <= set(names)

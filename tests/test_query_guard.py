@@ -7,11 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tracewh import query
+from tracewh import statements, table_sql
 from tracewh.cli import cli
 from tracewh.errors import QueryError
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, connect
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 WAREHOUSE = "w h'q\"x"
@@ -57,7 +57,7 @@ def tree(path):
 
 
 def quoted(path):
-    return query.sql_string(str(path))
+    return table_sql.sql_string(str(path))
 
 
 def refused(result):
@@ -130,20 +130,20 @@ def test_duckdb_refuses_writes_and_extensions_without_the_statement_check(
         warehouse, outside, unchanged, sql):
     """The statement check is bypassed (allow_write=True on a confined connection): DuckDB
     itself refuses."""
-    with query.connect(warehouse) as connection:
+    with connect(warehouse) as connection:
         with pytest.raises(QueryError, match="Permission Error"):
-            query.run_statements(connection, sql, allow_write=True)
+            statements.run_statements(connection, sql, allow_write=True)
 
 
 @pytest.mark.parametrize("sql", ["SET enable_external_access = true",
                                  "RESET lock_configuration", "SET allowed_directories = ['/']",
                                  "SET temp_directory = '.'"])
 def test_the_confinement_cannot_be_lifted(warehouse, outside, sql):
-    with query.connect(warehouse) as connection:
+    with connect(warehouse) as connection:
         with pytest.raises(QueryError, match="the configuration has been locked"):
-            query.run_statements(connection, sql, allow_write=True)
+            statements.run_statements(connection, sql, allow_write=True)
         with pytest.raises(QueryError, match="Permission Error"):
-            query.run_statements(connection, f"SELECT * FROM read_text({quoted(outside)})")
+            statements.run_statements(connection, f"SELECT * FROM read_text({quoted(outside)})")
 
 
 def test_queries_over_tables_and_views_still_work(tracewh, outside, warehouse, tmp_path):

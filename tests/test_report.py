@@ -12,8 +12,13 @@ import pytest
 from .conftest import EXAMPLES, ROOT, shared
 
 CHROMIUM = shutil.which("chromium")
-SECTIONS = ("overlap", "exposed", "gpu-time", "top-kernels", "kernel-histograms",
-            "class-histograms", "rank-skew", "launch-latency", "steps")
+CHARTED = ("overlap", "exposed", "gpu-time", "timeline", "top-kernels", "top-ops",
+           "top-gemms", "kernel-histograms", "class-histograms", "rank-skew", "bus-bandwidth",
+           "waits", "launch-latency", "steps")  # the sections with a chart
+TABLED = ("module-tree", "stragglers")  # and those with a table alone
+# What DeepSeek's one-rank trace has nothing to draw for: ranks to compare, shapes of GEMM
+# operators (it records none), NCCL calls (its all-to-all is DeepEP's own kernels).
+NOT_IN_DEEPSEEK = {"rank-skew", "steps", "waits", "top-gemms", "bus-bandwidth"}
 ALLREDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
 
 
@@ -41,9 +46,9 @@ def report(tracewh, tmp_path, *arguments):
 
 def test_the_report_holds_every_section_with_its_numbers(tracewh, sql, two_runs, tmp_path):
     text = report(tracewh, tmp_path, "new", "--base", "base")
-    for key in (*SECTIONS, "diff-kernels", "diff-metrics"):
+    for key in (*CHARTED, *TABLED, "diff-kernels", "diff-metrics"):
         assert f'<section id="{key}">' in text, key
-    assert text.count('<figure class="chart"') == len(SECTIONS) + 1  # + the kernels diff
+    assert text.count('<figure class="chart"') == len(CHARTED) + 1  # + the kernels diff
     assert not re.search(r'(src|href)="(?!#)|<link|@import|url\((?!#)', text)  # nothing to fetch
     # the overlap table under the chart holds the overlap view's figures
     table = text.split('<section id="overlap">')[1].split("</section>")[0]
@@ -101,13 +106,14 @@ def test_the_report_draws_every_chart_in_chromium(tracewh, two_runs, tmp_path):
                    "--dump-dom", page)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert ":CONSOLE" not in dom.stderr, [l for l in dom.stderr.splitlines() if ":CONSOLE" in l]
-    assert re.search(r'<body data-charts="10" data-drawn="\d+">', dom.stdout)
+    assert re.search(rf'<body data-charts="{len(CHARTED) + 1}" data-drawn="\d+">', dom.stdout)
     drawn = dict(re.findall(r'<figure class="chart" id="chart-([a-z-]+)" data-drawn="(\d+)"',
                             dom.stdout))
-    assert set(drawn) == {*SECTIONS, "diff-kernels"}
+    assert set(drawn) == {*CHARTED, "diff-kernels"}
     # at least a shape per bar: 8 ranks, 15 top kernels, the buckets of 6 histograms...
-    least = {"overlap": 8, "exposed": 8, "gpu-time": 40, "top-kernels": 15,
-             "kernel-histograms": 25, "class-histograms": 15, "rank-skew": 9,
+    least = {"overlap": 8, "exposed": 8, "gpu-time": 40, "timeline": 20, "top-kernels": 15,
+             "top-ops": 15, "top-gemms": 10, "kernel-histograms": 25, "class-histograms": 15,
+             "rank-skew": 9, "bus-bandwidth": 1, "waits": 8,
              "launch-latency": 8, "steps": 8, "diff-kernels": 1}
     assert {key: int(n) >= least[key] for key, n in drawn.items()} == \
         {key: True for key in drawn}, drawn
@@ -337,6 +343,49 @@ def test_no_tick_labels_overlap_in_chromium(runs, tmp_path):
                    "--dump-dom", reports["deepseek"].as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert ":CONSOLE" not in dom.stderr, [l for l in dom.stderr.splitlines() if ":CONSOLE" in l]
-    overlaps = re.findall(r'<figure class="chart" id="chart-[a-z-]+" data-drawn="\d+" '
-                          r'data-overlaps="(\d+)"', dom.stdout)
-    assert len(overlaps) == 7 and set(overlaps) == {"0"}  # no rank-skew or steps chart
+    overlaps = dict(re.findall(r'<figure class="chart" id="chart-([a-z-]+)" data-drawn="\d+" '
+                               r'data-overlaps="(\d+)"', dom.stdout))
+    assert overlaps == {key: "0" for key in CHARTED if key not in NOT_IN_DEEPSEEK}
+
+
+def test_the_timeline_of_deepseeks_step_matches_a_reference(runs):
+    """DeepSeek's one step (rank 0): the GPU work launched in ProfilerStep#1, per stream, from
+    the JSON (launch times by correlation), drawn as itself when at least 1/400 of the window
+    wide, else in a column; DualPipe's annotations above the streams."""
+    from . import reference
+    from .conftest import load_reference
+
+    cli, reports = runs
+    document = load_reference(shared(DEEPSEEK))
+    events = document["traceEvents"]
+    (step,) = [e for e in events if e.get("name", "").startswith("ProfilerStep#")
+               and e.get("cat") == "user_annotation"]
+    start, end = reference.ns(step["ts"]), reference.ns(step["ts"]) + reference.ns(step["dur"])
+    launched = {e["args"]["correlation"]: reference.ns(e["ts"]) for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and e.get("args", {}).get("correlation")}
+    work = []
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in reference.GPU_WORK and "dur" in e:
+            begin = reference.ns(e["ts"])
+            launch = launched.get(e["args"].get("correlation"), begin)
+            if start <= launch < end:
+                work.append((e["args"]["stream"], begin, begin + reference.ns(e["dur"]), e))
+    left = min([start] + [w[1] for w in work])
+    right = max([end] + [w[2] for w in work])
+    expected = {}
+    for stream, begin, finish, event in work:
+        drawn, binned, _ = expected.get(stream, (0, 0, None))
+        wide = (finish - begin) * 400 >= right - left
+        expected[stream] = (drawn + wide, binned + (not wide), None)
+    text = reports["deepseek"].read_text()
+    timeline = section(text, "timeline")
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row)
+             for row in re.findall(r"<tr>(.*?)</tr>", timeline.split("<tbody>")[1])]
+    assert {int(c[0]): (int(c[1]), int(c[2])) for c in cells} == \
+        {stream: (drawn, binned) for stream, (drawn, binned, _) in expected.items()}
+    assert f"{(right - left) / 1e6:,.3f} ms from its first activity to its last" in \
+        html.unescape(timeline)
+    assert "ProfilerStep#1 of rank 0 (the median step of the slowest rank" in timeline
+    # the annotations are drawn above the streams, labelled where they fit
+    assert "annotations" in timeline and ">attn(B)<" in timeline.replace("</text>", "<")

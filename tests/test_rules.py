@@ -87,3 +87,21 @@ def test_an_re2_pattern_python_refuses_classifies(query_with_rules):
                                  GEMM)
     assert result.exit_code == 0, (result.output, result.exception)
     assert json.loads(result.stdout) == [{"class": "communication"}]
+
+
+# Patterns and names on which Python's re and RE2 part ways: \d and \w take non-ASCII digits
+# and letters in re, not in RE2; \z is RE2's end of text (an error in re, 3.11).
+DIVERGING = [(r"gemm\d", "gemm\u0661"), (r"^\w+$", "noyau\u00e9"), (r"_nt\z", "gemm_nt"),
+             (r"nccl", "ncclkernel_allreduce"), (r"(?i)GEMM", "sm90_gemm")]
+
+
+@pytest.mark.parametrize("pattern,name", DIVERGING)
+def test_the_ingest_matches_patterns_as_duckdb_does(pattern, name):
+    """The ingest classifies kernels (gpu_intervals' classes) with `rules.matches`; the views
+    with DuckDB's regexp_matches: the two answer alike where Python's re would not."""
+    import duckdb
+
+    from tracewh.rules import matches
+
+    expected = duckdb.execute("SELECT regexp_matches(?, ?)", [name, pattern]).fetchone()[0]
+    assert matches(pattern, name) == expected

@@ -1,17 +1,22 @@
 """Queries that stay fast at many runs (#14): a question about a run reads that run's files
 only, and gets exactly the rows it would get over the whole warehouse."""
 
+import math
 import re
 
 import pytest
 
-from tracewh.diff import trend, trend_in_warehouse
-from tracewh.query import connect, library, query_warehouse
-from tracewh.scope import runs_a_query_names
+from tracewh.api import Warehouse
+from tracewh.library import public_library
+from tracewh.query_analysis import runs_a_query_names
+from tracewh.trend import trend
 
-from .conftest import EXAMPLES, shared
+from .conftest import EXAMPLES, connect, shared
 
 RUNS = ("a", "b", "c")
+# The views DLRM's step has no rows for: it records no GPU annotations and no memory events.
+NOTHING_IN_DLRM = {"gpu_annotation_stats", "memory_allocations", "memory_events",
+                   "memory_peaks", "memory_peaks_by_step", "memory_timeline"}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +36,8 @@ def three_runs(tmp_path_factory):
 
 
 def views_with_a_run_column(connection):
-    names = [name for name, (_, text) in library().items() if "CREATE OR REPLACE VIEW" in text]
+    names = [name for name, (_, text) in public_library().items()
+             if "CREATE OR REPLACE VIEW" in text]
     return [name for name in names
             if "run" in [d[0] for d in connection.execute(f"SELECT * FROM {name} LIMIT 0")
                          .description]]
@@ -47,14 +53,26 @@ def test_every_view_of_one_run_is_the_same_over_that_run_alone(three_runs, rules
         rules_file.write_text('[[class]]\npattern = "gemm"\nclass = "communication"\n')
     everything = connect(three_runs, rules_file)
     views = views_with_a_run_column(everything) + ["kernels", "gpu_time", "traces"]
-    answered = 0
+    empty = set()
     for view in views:
         query = f"SELECT * FROM {view} WHERE run = 'b'"
         expected = sorted(everything.execute(query).fetchall(), key=repr)
-        ((_, rows),) = query_warehouse(three_runs, query, rules_file)
-        assert sorted(rows, key=repr) == expected, view
-        answered += bool(expected)
-    assert len(views) >= 20 and answered >= len(views) - 2  # DLRM has no annotations
+        ((_, rows),) = Warehouse(three_runs, rules_file).query(query)
+        assert _same_rows(sorted(rows, key=repr), expected), view
+        if not expected:
+            empty.add(view)
+    assert len(views) >= 50 and empty == NOTHING_IN_DLRM
+
+
+def _same_rows(rows, expected):
+    """Equal rows, integers and text exactly; a DOUBLE to its last bits only, as DuckDB's
+    parallel avg() sums in an order that varies from run to run (run_metrics' busbw_gbps came
+    out ...2655 once and ...265 the next)."""
+    return len(rows) == len(expected) and all(
+        len(row) == len(other) and all(
+            math.isclose(a, b, rel_tol=1e-12) if isinstance(a, float) and isinstance(b, float)
+            else a == b for a, b in zip(row, other))
+        for row, other in zip(rows, expected))
 
 
 @pytest.mark.parametrize("view", ["overlap", "kernel_stats", "gpu_idle", "run_metrics",
@@ -96,7 +114,7 @@ def test_which_runs_a_query_names(sql, runs):
 @pytest.mark.parametrize("last", [1, 2])
 def test_trend_of_the_last_runs_reads_those_and_answers_the_same(three_runs, last, options):
     expected = trend(connect(three_runs), "overlap_ratio", last=last, **options)
-    assert trend_in_warehouse(three_runs, "overlap_ratio", last=last, **options) == expected
+    assert Warehouse(three_runs).trend_rows("overlap_ratio", last=last, **options) == expected
     assert expected[1], options
 
 
@@ -108,7 +126,7 @@ def test_trend_widens_past_runs_without_the_metric(tracewh, warehouse):
         tracewh("ingest", shared("hta/call_stack/backward_thread.json"), "--run", run)
     kernel = "kernel:" + connect(warehouse).execute(
         "SELECT short_name FROM kernel_stats ORDER BY total_ns DESC LIMIT 1").fetchall()[0][0]
-    columns, rows = trend_in_warehouse(warehouse, kernel, last=1)
+    columns, rows = Warehouse(warehouse).trend_rows(kernel, last=1)
     assert [row[0] for row in rows] == ["gpu"]
     assert (columns, rows) == trend(connect(warehouse), kernel, last=1)
 

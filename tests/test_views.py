@@ -8,12 +8,11 @@ import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracewh.ingest.schema import TABLES
 from tracewh.dialects import transpile
-from tracewh.query import library, library_in_order, stand_in_sql
-from tracewh.rules import create_rules_table, default_rules
+from tracewh.library import library, library_in_order
 
-from .conftest import EXAMPLES, SHARED, load_reference, require, shared
+from .conftest import (EXAMPLES, SHARED, load_reference, require, shared,
+                       written_library_connection)
 from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,
                         overlap_from_trace, overlap_of, union_length)
 
@@ -188,15 +187,15 @@ def test_union_formula_matches_reference(comm, compute):
     """The windowed union-length SQL of the overlap views against the merging reference."""
     rows = [("first", s, s + d) for s, d in comm] + [("second", s, s + d) for s, d in compute]
     connection = duckdb.connect()
-    connection.execute("CREATE TABLE overlap_intervals (run VARCHAR, phase VARCHAR, rank INT, "
+    connection.execute("CREATE TABLE _overlap_intervals (run VARCHAR, phase VARCHAR, rank INT, "
                        "scope VARCHAR, trace_id VARCHAR, window_index BIGINT, window_name VARCHAR,"
                        " window_start_ns BIGINT, window_end_ns BIGINT, side VARCHAR, "
                        "start_ns BIGINT, end_ns BIGINT)")
     if rows:
-        connection.executemany("INSERT INTO overlap_intervals VALUES ('r', 'p', 0, 'rank', "
+        connection.executemany("INSERT INTO _overlap_intervals VALUES ('r', 'p', 0, 'rank', "
                                "NULL, NULL, NULL, NULL, NULL, ?, ?, ?)", rows)
-    connection.execute(library()["overlap_windows"][1])
-    result = connection.execute("SELECT first_ns, second_ns, overlap_ns FROM overlap_windows") \
+    connection.execute(library()["_overlap_windows"][1])
+    result = connection.execute("SELECT first_ns, second_ns, overlap_ns FROM _overlap_windows") \
         .fetchall()
     first = [(s, s + d) for s, d in comm]
     second = [(s, s + d) for s, d in compute]
@@ -245,7 +244,7 @@ def test_rank_gpu_time_matches_reference(captures, offsets):
             (str(number), min(sets["busy"])[0], max(b for _, b in sets["busy"]),
              union_length(sets["busy"]), union_length(sets["communication"]),
              union_length(sets["computation"]), union_length(both)))
-    for view in ("rank_class_intervals", "trace_class_time", "capture_spans", "rank_gpu_time"):
+    for view in ("_rank_class_intervals", "_trace_class_time", "capture_spans", "rank_gpu_time"):
         connection.execute(library()[view][1])
     result = connection.execute("SELECT busy_ns, comm_ns, compute_ns, overlap_ns, span_ns "
                                 "FROM rank_gpu_time").fetchall()
@@ -258,14 +257,8 @@ def test_rank_gpu_time_matches_reference(captures, offsets):
 def test_views_are_defined_once_each_after_what_it_reads():
     """Each library module, in the order connections define them, binds on the first try:
     every view or macro it reads exists already."""
-    ordered = library_in_order()
-    assert sorted(ordered) == sorted(text for _, text in library().values())
-    connection = duckdb.connect()
-    for table in TABLES.values():
-        connection.execute(stand_in_sql(table))
-    create_rules_table(connection, default_rules())
-    for text in ordered:
-        connection.execute(text)  # a CatalogException here: a view before its input
+    assert sorted(library_in_order()) == sorted(text for _, text in library().values())
+    written_library_connection()  # a CatalogException here: a view before its input
 
 
 @pytest.mark.parametrize("dialect", ["spark", "trino"])
@@ -318,3 +311,52 @@ def test_overlap_merged_at_ingest_equals_live_classification(tracewh, tmp_path):
     cached = json.loads(tracewh("query", "--format", "json", query).stdout)
     live = json.loads(tracewh("query", "--format", "json", "--rules", same, query).stdout)
     assert cached == live and len(cached) == 9
+
+
+# Each phase-level view and the per-rank view it sums: (view, its per-rank source, the group
+# columns beyond run and phase, the summed columns).
+PHASE_ROLLUPS = [
+    ("op_phase_stats", "op_stats", ["name"],
+     ["calls", "gpu_kernels", "gpu_self_ns", "gpu_self_busy_ns", "gpu_total_ns",
+      "gpu_total_busy_ns"]),
+    ("module_phase_stats", "module_stats", ["module_path"],
+     ["calls", "gpu_kernels", "gpu_self_ns", "gpu_total_ns"]),
+    ("kernel_class_phase_histogram", "kernel_class_histogram", ["class", "bucket"],
+     ["kernels", "total_ns"]),
+    ("launch_latency_phase_histogram", "launch_latency_histogram", ["bucket"], ["launches"]),
+]
+
+
+@pytest.fixture(scope="module")
+def dlrm_rows(tmp_path_factory):
+    """{view: rows as dicts} of the 8-rank DLRM step, for the phase-level views and theirs."""
+    import tracewh
+
+    wh = tracewh.open(tmp_path_factory.mktemp("rollups") / "wh")
+    wh.ingest(str(EXAMPLES), run="dlrm", phase="train")
+    names = {name for rollup in PHASE_ROLLUPS for name in rollup[:2]}
+    found = {}
+    for name in names:
+        [(columns, rows)] = wh.query(f"SELECT * FROM {name}")
+        found[name] = [dict(zip(columns, row)) for row in rows]
+    return found
+
+
+@pytest.mark.parametrize("rollup", PHASE_ROLLUPS, ids=lambda rollup: rollup[0])
+def test_phase_views_sum_their_per_rank_view_over_the_ranks(dlrm_rows, rollup):
+    view, source, keys, summed = rollup
+    expected = {}
+    for row in dlrm_rows[source]:
+        group = expected.setdefault(tuple(row[k] for k in ["run", "phase", *keys]),
+                                    {"ranks": set(), **{column: 0 for column in summed}})
+        group["ranks"].add(row["rank"])
+        for column in summed:
+            group[column] += row[column]
+    got = {tuple(row[k] for k in ["run", "phase", *keys]): row for row in dlrm_rows[view]}
+    assert got and got.keys() == expected.keys()
+    for key, group in expected.items():
+        assert {column: got[key][column] for column in summed} == \
+            {column: group[column] for column in summed}, key
+        if "ranks" in got[key]:
+            assert got[key]["ranks"] == len(group["ranks"])
+    assert len({row["rank"] for row in dlrm_rows[source]}) == 8

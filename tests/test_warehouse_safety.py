@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from tracewh.cli import cli
-from tracewh.query import connect
 
-from .conftest import EXAMPLES, ROOT
+from .conftest import EXAMPLES, ROOT, connect
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 NO_SPACE = os.strerror(errno.ENOSPC)
@@ -174,7 +173,7 @@ def test_vacuum_beside_ingests_and_replaces(copied):
     """The loops of the report, bounded: `vacuum --retain 0`, `ingest --replace` and plain
     ingests of 8 ranks side by side in processes; none fails, every run is whole."""
     warehouse = copied
-    command = [sys.executable, "-m", "tracewh.cli_main", "--warehouse", str(warehouse)]
+    command = [sys.executable, "-m", "tracewh", "--warehouse", str(warehouse)]
     loops = {
         "vacuum": lambda i: ["vacuum", "--retain", "0"],
         "replace": lambda i: ["ingest", DLRM[0], "--run", "a", "--replace", "--tag", f"v={i}"],

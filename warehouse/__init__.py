@@ -11,9 +11,10 @@ registration (`tracewh.spark`) and the click CLI; `tracewh.ingest` turns traces 
 """
 
 
-def open(path, rules=None):  # noqa: A001 - the API's entry point is spelt tracewh.open
+def open(path, rules=None, peaks=None):  # noqa: A001 - the API's entry point is tracewh.open
     """The warehouse at `path` (see `tracewh.api.Warehouse`); `rules`: a kernel rules file
-    for its queries. Imported on use: the CLI imports this package and must start fast."""
+    for its queries, `peaks`: a device peaks file for op_perf. Imported on use: the CLI
+    imports this package and must start fast."""
     from .api import Warehouse
 
-    return Warehouse(path, rules)
+    return Warehouse(path, rules, peaks)

@@ -1,5 +1,5 @@
-"""The Python API, for notebooks and scripts: the CLI's work as methods, answers as DuckDB
-relations and plain dicts.
+"""The library's one surface: a `Warehouse` (its catalog, one snapshot, the kernel rules), which
+`tracewh.open` returns to notebooks and scripts and every CLI command works through.
 
     import tracewh
     wh = tracewh.open("my-warehouse")
@@ -10,30 +10,52 @@ relations and plain dicts.
 A Warehouse answers from one snapshot: the one of its first query, until its own `ingest`
 (or `reload()`) moves it to the newest. Tables, views and macros are those of `tracewh
 query`; statements run on an in-memory DuckDB connection, so a CREATE TEMP TABLE is the
-notebook's own.
+notebook's own. The directory is checked to be a warehouse once, by the first question asked
+of it (a directory that does not exist yet is one the first `ingest` creates).
 
 `sql` has DuckDB's full access, as `tracewh query --allow-write`: it runs in the user's own
 process, which can read any file anyway, and a notebook joins its own DataFrames by name and
 COPYs results out (DuckDB's confinement would refuse both). It is therefore no guard for SQL
-from others: run that with `tracewh query`, or `tracewh.query.query_warehouse`, which check
-it and confine DuckDB to the warehouse's tables.
+from others: run that with `tracewh query`, or `Warehouse.query`, which check it and confine
+DuckDB to the warehouse's tables.
 """
 
 from pathlib import Path
 
-from .catalog import Catalog
-from .diff import DIFF_READS, DiffOptions, diff_runs, trend_in_warehouse
-from .ingesting import MAX_EVENT_SIZE, ingest_files, ingest_options
+import duckdb
+import pyarrow.parquet as pq
+
+from tracewh.ingest.allocator import keep_freed_memory
+from tracewh.ingest.pipeline import ingest_options, ingest_paths
+from tracewh.ingest.reader import MAX_EVENT_SIZE
+
+from . import connection as connections
+from .catalog import TRACES, Catalog
+from .derived import refresh_derived
+from .diff import DIFF_READS, DiffOptions, diff_runs, side_runs
+from .errors import FollowUpFailed
 from .names import check_phase, parse_tag
-from .query import connect, connect_to_runs
+from .output import write_atomically
+from .library import defines_name, library, modules_read_by, tables_read_by
+from .query_analysis import names_a_query_reads, runs_a_query_names
+from .peaks import effective_peaks
+from .rules import effective_rules
+from .scope import check_runs
+from .statements import last_result_table, run_query, run_statements
+from .trend import trend_in_warehouse
 
 
 class Warehouse:
     """A warehouse directory (created by the first `ingest` if it does not exist)."""
 
-    def __init__(self, path, rules=None):
+    def __init__(self, path, rules=None, peaks=None):
         self.catalog = Catalog(path)
         self.rules = None if rules is None else Path(rules)  # a kernel rules TOML file
+        self.peaks = None if peaks is None else Path(peaks)  # a device peaks TOML file
+        self._checked = None  # "read" or "write": what the directory was checked to allow
+        self._snapshot = None
+        self._kernel_rules = None
+        self._device_peaks = None
         self._connection = None
 
     @property
@@ -43,26 +65,163 @@ class Warehouse:
     def __repr__(self):
         return f"tracewh.open({str(self.path)!r})"
 
+    def with_rules(self, rules):
+        """This warehouse classifying kernels by the rules file `rules` (itself when None)."""
+        return self if rules is None else Warehouse(self.path, rules, self.peaks)
+
+    def with_peaks(self, peaks):
+        """This warehouse measuring op_perf against the device peaks file `peaks` too
+        (itself when None)."""
+        return self if peaks is None else Warehouse(self.path, self.rules, peaks)
+
+    # -- the warehouse's state, read once ----------------------------------------------------
+
+    def readable(self):
+        """The catalog, the directory checked to be a warehouse (once: every question asked
+        of this object after the first trusts it)."""
+        if self._checked != "read":
+            self.catalog.check_readable()
+            self._checked = "read"
+        return self.catalog
+
+    def writable(self):
+        """The catalog, the directory checked to be a warehouse or one to become one."""
+        if self._checked is None:
+            self.catalog.check_not_foreign()
+            self._checked = "write"
+        return self.catalog
+
+    @property
+    def snapshot(self):
+        """The snapshot this object answers from (see the module's docstring)."""
+        if self._snapshot is None:
+            self._snapshot = self.readable().snapshot()
+        return self._snapshot
+
+    @property
+    def kernel_rules(self):
+        """The kernel rules its queries classify by: the `rules` file's, else the
+        warehouse's own, else the defaults."""
+        if self._kernel_rules is None:
+            self._kernel_rules = effective_rules(self.readable().root, self.rules)
+        return self._kernel_rules
+
+    @property
+    def device_peaks(self):
+        """The device peaks op_perf measures against: the `peaks` file's, then the
+        defaults (a bad file is refused here, before any data is read)."""
+        if self._device_peaks is None:
+            self._device_peaks = effective_peaks(self.peaks)
+        return self._device_peaks
+
+    def run_infos(self):
+        """The runs, in the order of their first commit: [catalog.RunInfo]."""
+        return self.readable().runs(self.snapshot)
+
+    # -- connections -------------------------------------------------------------------------
+
+    def connect(self, runs=None, tables=None, allow_write=False, modules=None):
+        """A new DuckDB connection over the snapshot (see `connection.connect`), confined to
+        the warehouse's tables unless `allow_write`; with `modules`, only those library
+        modules defined."""
+        peaks = self.device_peaks
+        return connections.connect(self.readable(), self.snapshot, self.kernel_rules, runs,
+                                   tables, allow_write, peaks, modules)
+
+    def connect_to_runs(self, runs, reads=None):
+        """A connection over `runs` only, each checked to be in the warehouse first (an
+        unknown one is refused with close names); with `reads` (names of views, macros or
+        tables), over the tables they read only."""
+        check_runs([info.run for info in self.run_infos()], *runs)
+        return self.connect(set(runs), tables_read_by(*reads) if reads else None)
+
     @property
     def connection(self):
-        """The DuckDB connection the queries run on (made at first use)."""
+        """The DuckDB connection `sql` runs on, with full access (made at first use)."""
         if self._connection is None:
-            self._connection = connect(self.path, self.rules, allow_write=True)
+            self._connection = self.connect(allow_write=True)
         return self._connection
+
+    # -- questions ---------------------------------------------------------------------------
 
     def sql(self, query, params=None):
         """A DuckDB relation of `query` over every run: `.df()`, `.pl()`, `.arrow()`,
         `.fetchall()`, or more SQL on it. Full access: see the module's docstring."""
         return self.connection.sql(query, params=params)
 
+    def query(self, sql, allow_write=False):
+        """Run every statement of `sql`: a list of (columns, rows), as `tracewh query`. A
+        read-only query is checked and confined; one about given runs (see
+        `runs_a_query_names`) is asked of a connection over those runs."""
+        with self._connect_for(sql, allow_write) as connection:
+            return run_statements(connection, sql, allow_write=allow_write)
+
+    def query_to_parquet(self, sql, path, allow_write=False):
+        """Run every statement of `sql` and write the last one's result to `path` as Parquet,
+        its types kept (DuckDB's Arrow result; zstd); return the number of rows. The file
+        appears whole or not at all."""
+        with self._connect_for(sql, allow_write) as connection:
+            table = last_result_table(connection, sql, allow_write=allow_write)
+        write_atomically(path, lambda temporary: pq.write_table(table, temporary,
+                                                                compression="zstd"))
+        return table.num_rows
+
+    def _connect_for(self, sql, allow_write):
+        """A connection for `sql`: over the runs it is about, when that can be told, and
+        defining only the library modules it reads (binding all ~60 views costs ~1 s)."""
+        names = None if allow_write else names_a_query_reads(sql)
+        modules = (modules_read_by(*names) if names is not None and all(map(defines_name, names))
+                   else None)
+        source = None if allow_write else runs_a_query_names(sql)
+        if source is None:
+            return self.connect(allow_write=allow_write, modules=modules)
+        runs, name = source
+        return self.connect(runs, tables_read_by(name), modules=modules)
+
     def runs(self):
         """The `runs` view, in commit order: a DuckDB relation."""
         return self.sql("SELECT * FROM runs ORDER BY first_seq")
 
-    def reload(self):
-        """Answer from the newest snapshot from now on (others' commits included)."""
-        self.close()
-        return self
+    def runs_table(self):
+        """(columns, rows) of the `runs` view, in commit order, computed over the `traces`
+        log alone: each traces file's statistics hold its row's values, so 1,000 runs (8,000
+        files) take no data file read. A file without them (written by another engine) means
+        the view is asked of the table itself."""
+        traces = self.readable().trace_rows(self.snapshot)
+        sql = "SELECT * FROM runs ORDER BY first_seq"
+        if traces is None:
+            return self.query(sql)[0]
+        with duckdb.connect() as connection:
+            connection.register(TRACES, traces)
+            connection.execute(library()["runs"][1])
+            return run_query(connection, sql)
+
+    def diff(self, base, new, phase=None, rank=None, threshold=5.0, min_ns=10000, by="name"):
+        """Run `new` against run `base` (either may be "RUN:PHASE"), as `tracewh diff
+        --format json`: a dict with kernels, metrics and a summary (`summary["regression"]`
+        gates a nightly job)."""
+        options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns,
+                              by=by)
+        return self.diff_report(base, new, options)
+
+    def diff_report(self, base, new, options):
+        """`diff` with its DiffOptions."""
+        with self.connect_to_runs(side_runs(base, new), reads=DIFF_READS) as connection:
+            return diff_runs(connection, base, new, options)
+
+    def trend(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
+        """One metric per run and phase (the median over ranks), as `tracewh trend`; `tag`
+        is "KEY=VALUE": [{run, phase, ranks, value, min_value, max_value, tags}]."""
+        columns, rows = self.trend_rows(
+            metric, last=last, tag=None if tag is None else parse_tag(tag),
+            order_by_tag=order_by_tag, phase=None if phase is None else check_phase(phase))
+        return [dict(zip(columns, row)) for row in rows]
+
+    def trend_rows(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
+        """(columns, rows) of `trend`, `tag` a (key, value) pair."""
+        return trend_in_warehouse(self, metric, last, tag, order_by_tag, phase)
+
+    # -- writing -----------------------------------------------------------------------------
 
     def ingest(self, *paths, run=None, phase=None, rank=None, tags=None, replace=False,
                strict=False, keep_secrets=False, jobs=1, max_event_size=MAX_EVENT_SIZE,
@@ -80,25 +239,37 @@ class Warehouse:
                                  embedded=True, max_event_size=max_event_size,
                                  max_json_size=max_json_size)
         self.close()
-        outcomes = ingest_files(self.catalog, expand_inputs([str(p) for p in paths]), options)
-        self.reload()
+        try:
+            return self.ingest_files(expand_inputs([str(p) for p in paths]), options)
+        finally:
+            self.reload()
+
+    def ingest_files(self, files, options, on_done=None, on_bytes=None):
+        """Ingest `files` (from `expand_inputs`) with IngestOptions and, when some were
+        committed, refresh the derived tables: [IngestOutcome]. A refresh that fails raises
+        FollowUpFailed with the outcomes as its `done`: what was committed stands, and is to
+        be reported before it."""
+        catalog = self.writable()
+        keep_freed_memory()
+        outcomes = ingest_paths(catalog, files, options, on_done=on_done, on_bytes=on_bytes)
+        if not any(outcome.status in ("ingested", "replaced") for outcome in outcomes):
+            return outcomes  # nothing to derive (a lag of other commands' is `refresh`'s)
+        try:
+            refresh_derived(catalog)
+        except FollowUpFailed as error:
+            error.done = outcomes
+            raise
         return outcomes
 
-    def diff(self, base, new, phase=None, rank=None, threshold=5.0, min_ns=10000, by="name"):
-        """Run `new` against run `base`, as `tracewh diff --format json`: a dict with
-        kernels, metrics and a summary (`summary["regression"]` gates a nightly job)."""
-        options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns,
-                              by=by)
-        connection = connect_to_runs(self.path, [base, new], self.rules, reads=DIFF_READS)
-        return diff_runs(connection, base, new, options)
+    # -- lifetime ----------------------------------------------------------------------------
 
-    def trend(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
-        """One metric per run and phase (the median over ranks), as `tracewh trend`; `tag`
-        is "KEY=VALUE": [{run, phase, ranks, value, min_value, max_value, tags}]."""
-        columns, rows = trend_in_warehouse(
-            self.path, metric, last=last, tag=None if tag is None else parse_tag(tag),
-            order_by_tag=order_by_tag, phase=None if phase is None else check_phase(phase))
-        return [dict(zip(columns, row)) for row in rows]
+    def reload(self):
+        """Answer from the newest snapshot from now on (others' commits included)."""
+        self.close()
+        self._snapshot = self._kernel_rules = self._device_peaks = None
+        if self._checked == "write":  # a warehouse created since is checked as one
+            self._checked = None
+        return self
 
     def close(self):
         if self._connection is not None:
@@ -110,4 +281,3 @@ class Warehouse:
 
     def __exit__(self, *exc_info):
         self.close()
-

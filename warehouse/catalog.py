@@ -1,7 +1,7 @@
 """The catalog: every table of a warehouse is a Delta Lake table, and one commit of `traces`
 says which version of every table makes a consistent snapshot.
 
-Layout of a warehouse directory:
+Layout of a warehouse directory (the data files' paths: see `layout`):
 
     <table>/_delta_log/                         the table's Delta log
     <table>/run=<run>/phase=<phase>/rank=<rank>/<trace_id>-<part>.parquet
@@ -9,7 +9,8 @@ Layout of a warehouse directory:
     _tracewh/lock                               flock'ed by writers while they commit
 
 A trace is committed table by table, `traces` last: its rows in the event tables first, each
-table one Delta commit, then its `traces` row, in a commit whose commitInfo carries the
+table one Delta commit, then its `traces` row (written here, once its sequence number is
+known), in a commit whose commitInfo carries the
 versions of all the other tables at that moment (`"tracewh": {"versions": ...}`: the
 *pointer*). tracewh reads every table at the versions of the newest pointer, so a query sees
 each trace whole or not at all, and a --replace old or new, never both. A reader of one raw
@@ -40,13 +41,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
-
-from . import delta, links
+from . import delta, layout, links
 from .delta import DataFile
-from .errors import WarehouseBusy, WarehouseError
+from .errors import HINT, WarehouseBusy, WarehouseError
 from .names import check_partition
+from .parquet import write_table
 from .rules import WAREHOUSE_RULES
+from .schema import PARTITION_COLUMNS, TABLES
 
 STATE_DIR = "_tracewh"
 FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
@@ -60,15 +61,17 @@ STAGING = "staging"
 
 @dataclass
 class StagedTrace:
-    """A trace whose files are staged, ready to commit."""
+    """A trace whose files are staged, ready to commit, and its `traces` row: all of it but
+    ingest_seq and ingested_at, which the commit sets."""
 
     trace_id: str
     sha256: str
     run: str
     phase: str
     rank: int
-    parts: dict  # {table: [part numbers]}
+    parts: dict  # {table: [part numbers]}, `traces` aside
     class_rules: str = ""  # fingerprint of the rules behind its gpu_intervals/gpu_time classes
+    row: dict = field(default_factory=dict)
 
     def __post_init__(self):
         # The last guard: a partition value Delta cannot parse back would make every later
@@ -76,10 +79,10 @@ class StagedTrace:
         check_partition(self.run, self.phase, self.rank)
 
     def partition(self):
-        return f"run={self.run}/phase={self.phase}/rank={self.rank}"
+        return layout.partition(self.run, self.phase, self.rank)
 
     def data_file(self, table, part, root, row=None):
-        path = f"{self.partition()}/{self.trace_id}-{part:05d}.parquet"
+        path = f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
         return DataFile(path, self.run, self.phase, self.rank,
                         pq.ParquetFile(Path(root) / table / path).metadata.num_rows,
                         (Path(root) / table / path).stat().st_size, row)
@@ -114,7 +117,6 @@ class RunInfo:
 class CommitResult:
     trace: StoredTrace | None  # the trace already there, when "unchanged"
     status: str  # "ingested", "unchanged" (same file already there) or "replaced"
-    replaced: list = field(default_factory=list)
 
 
 @dataclass
@@ -146,11 +148,6 @@ class Snapshot:
 
 
 EMPTY_SNAPSHOT = Snapshot({}, 0, ())
-
-
-def staged_name(table, part):
-    """A part's file name in a staging directory."""
-    return f"{table}.{part:05d}.parquet"
 
 
 def default_location():
@@ -191,7 +188,8 @@ class Catalog:
         --warehouse would otherwise answer every query with no rows."""
         if not self.root.is_dir():
             raise WarehouseError(f"no warehouse at {self.root}: the directory does not exist "
-                                 "(ingest traces into it first, or pass --warehouse DIR)")
+                                 f"(ingest traces into it first{HINT})",
+                                 cli_hint=", or pass --warehouse DIR")
         self.check_not_foreign()
 
     def check_not_foreign(self):
@@ -207,7 +205,7 @@ class Catalog:
                                      f"{STATE_DIR}/ (put back kernel_rules.toml by hand, if it "
                                      "held one)")
             raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
-                                 f"and no {STATE_DIR}/ (pass --warehouse DIR)")
+                                 f"and no {STATE_DIR}/", cli_hint=" (pass --warehouse DIR)")
         if (self.state / OLD_MANIFEST).exists():
             raise WarehouseError(f"{self.root} was written by an earlier tracewh (warehouse "
                                  f"format 4 or older, before Delta Lake tables): ingest the "
@@ -216,18 +214,16 @@ class Catalog:
 
     def control_paths(self):
         """The paths tracewh writes, deletes or trusts, which must not be links (see
-        `links`): its state, the tables and their logs, the marts, tracewh.duckdb."""
-        from .derived import DONE_FILE, RECOMPUTE_FILE  # modules that import this one
-        from .duckdb_file import FILE_NAME
-        from .marts import MARTS, MARTS_DIR, mart_path
-
-        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DAMAGED, DONE_FILE,
-                                                 RECOMPUTE_FILE)]
+        `links`): its state, the tables and their logs, the marts (what marts/ holds),
+        tracewh.duckdb."""
+        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DAMAGED,
+                                                 layout.DONE_FILE, layout.RECOMPUTE_FILE)]
         tables = [self.table_path(name) for name in TABLES]
-        marts = [mart_path(self.root, name) for name in MARTS]
-        return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / FILE_NAME,
-                self.root / MARTS_DIR, *tables, *marts,
-                *(path / delta.LOG_DIR for path in tables + marts)]
+        marts_dir = self.root / layout.MARTS_DIR
+        marts = (list(marts_dir.iterdir()) if marts_dir.is_dir() and not marts_dir.is_symlink()
+                 else [])
+        return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / layout.DUCKDB_FILE,
+                marts_dir, *tables, *marts, *(path / delta.LOG_DIR for path in tables + marts)]
 
     def lost_state(self):
         """True when the state directory is gone but the tables are a tracewh warehouse's
@@ -390,12 +386,11 @@ class Catalog:
         yield
         (self.state / COMMITTING).unlink()
 
-    def commit(self, staged, staging, replace=False, replace_up_to=None, before_publish=None):
+    def commit(self, staged, staging, replace=False, replace_up_to=None):
         """Commit a staged trace: the event tables, then `traces` with the new pointer. Under
         the lock, so concurrent ingests serialise here (and only here). With `replace`, the
         traces of the same run/phase/rank committed up to sequence number `replace_up_to`
-        (all, when None) are removed in the same commits. `before_publish(seq, committed_at)`
-        stages the `traces` row once its sequence number is known, and returns it."""
+        (all, when None) are removed in the same commits."""
         with self.locked():
             snapshot = self.snapshot()
             stored = self.traces_of(staged.run, staged.phase, snapshot)
@@ -407,20 +402,28 @@ class Catalog:
             replaced = [t for t in same_rank
                         if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to)]
             seq = snapshot.seq + 1
-            committed_at = datetime.datetime.now(datetime.timezone.utc)
-            row = before_publish(seq, committed_at) if before_publish is not None else None
-            row_stats = None if row is None else {name: row[name] for name in delta.ROW_STATS}
+            row = self._stage_trace_row(staged, staging, seq)
+            row_stats = {name: row[name] for name in delta.ROW_STATS}
             with _interrupt_deferred(), self.committing():
                 version = self._publish(staged, staging, snapshot, seq,
                                         {t.trace_id for t in replaced}, row_stats)
-            if row is not None:
-                self._traces[staged.run, staged.phase] = (version, [
-                    *(t for t in stored if t not in replaced),
-                    StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
-                                staged.rank, row["events"], row["bytes"],
-                                json.loads(row["tags"] or "{}"), seq)])
+            self._traces[staged.run, staged.phase] = (version, [
+                *(t for t in stored if t not in replaced),
+                StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
+                            staged.rank, row["events"], row["bytes"],
+                            json.loads(row["tags"] or "{}"), seq)])
             shutil.rmtree(staging, ignore_errors=True)
-            return CommitResult(None, "replaced" if replaced else "ingested", replaced)
+            return CommitResult(None, "replaced" if replaced else "ingested")
+
+    @staticmethod
+    def _stage_trace_row(staged, staging, seq):
+        """Write the trace's `traces` row, complete with its sequence number and commit time,
+        as the staged part 0 of `traces`; return the row."""
+        row = {**staged.row, "ingest_seq": seq,
+               "ingested_at": datetime.datetime.now(datetime.timezone.utc)}
+        write_table(pa.Table.from_pylist([row], schema=TABLES[TRACES].schema),
+                    staging / layout.staged_name(TRACES, 0))
+        return row
 
     def traces_of(self, run, phase, snapshot=None):
         """stored_traces(run, phase) at `snapshot` (the newest by default), kept from one call
@@ -438,19 +441,20 @@ class Catalog:
     def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
         """Move the staged files into their partitions and commit them, `traces` last;
         return the new version of `traces`."""
-        targets = {table: self.table_path(table) / staged.partition() for table in staged.parts}
+        parts = {**staged.parts, TRACES: [0]}
+        targets = {table: self.table_path(table) / staged.partition() for table in parts}
         for target in targets.values():  # each run=/phase=/rank= directory, before any move
             target.mkdir(parents=True, exist_ok=True)
             links.check_no_links([target.parents[1], target.parent, target])
-        for table, parts in staged.parts.items():
-            for part in parts:
-                os.replace(staging / staged_name(table, part),
-                           targets[table] / f"{staged.trace_id}-{part:05d}.parquet")
+        for table, numbers in parts.items():
+            for part in numbers:
+                os.replace(staging / layout.staged_name(table, part),
+                           targets[table] / layout.part_file(staged.trace_id, part))
         versions = dict(snapshot.versions)
         for table in [name for name in TABLES if name != TRACES] + [TRACES]:
             adds = [staged.data_file(table, part, self.root,
                                      row_stats if table == TRACES else None)
-                    for part in staged.parts.get(table, [])]
+                    for part in parts.get(table, [])]
             removes = []
             if replaced_ids:
                 removes = [f for f in self.live_files(table, versions[table], [staged.run])

@@ -8,6 +8,7 @@ title and axis labels with units; the report puts a caption and the numbers unde
 import io
 import math
 import re
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -145,14 +146,18 @@ def _decade_ticks(values, most=5):
     return [10.0 ** exponent for exponent in range(low, high + 1, step)]
 
 
-def lines(series, title, xlabel, ylabel):
+def lines(series, title, xlabel, ylabel, steps=False):
     """Points joined by lines, one series per name ({name: (xs, ys)}), each its own color:
-    at most len(RANK_COLORS) series (`heat_map` draws more)."""
+    at most len(RANK_COLORS) series (`heat_map` draws more). With `steps`, each value holds
+    until the next point (a level such as memory held, not a trend between samples)."""
     if len(series) > len(RANK_COLORS):
         raise ValueError(f"{len(series)} series: more than {len(RANK_COLORS)} colors")
     figure, axes = plt.subplots(figsize=(9, 3.2))
     for color, (name, (xs, ys)) in zip(RANK_COLORS, series.items()):
-        axes.plot(xs, ys, marker="o", markersize=3, linewidth=1, label=name, color=color)
+        if steps:
+            axes.plot(xs, ys, drawstyle="steps-post", linewidth=1.2, label=name, color=color)
+        else:
+            axes.plot(xs, ys, marker="o", markersize=3, linewidth=1, label=name, color=color)
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
@@ -179,4 +184,125 @@ def heat_map(row_labels, column_labels, values, title, xlabel, ylabel, unit):
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
+    return _svg(figure)
+
+
+# -- the timeline of one step -----------------------------------------------------------------
+
+TIMELINE_CLASSES = ("communication", "computation", "memory", "other")
+TIMELINE_BINS = 400  # columns of the picture: a kernel narrower than one is drawn in its bin
+ANNOTATION_LEVELS = 6  # rows of annotations drawn above the streams; deeper ones are counted
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One rectangle of a timeline lane: a kernel drawn as itself (`kernels` 1, `fill` 1), or
+    a bin of kernels too short to draw, colored by the class with the most time in it and as
+    opaque as the share of the bin they fill."""
+
+    lane: int
+    start_ns: int
+    end_ns: int
+    timeline_class: str
+    kernels: int
+    busy_ns: int
+    fill: float
+    binned: bool
+
+
+def bin_kernels(kernels, start_ns, end_ns, bins=TIMELINE_BINS):
+    """Bars of the kernels (lane, start_ns, end_ns, class), over the window [start_ns,
+    end_ns) cut into `bins` columns: a kernel at least a column wide is a bar of its own; a
+    shorter one goes to the column where it starts (integer arithmetic: column
+    (start - start_ns) * bins // span), where the kernels of each lane are summed by class.
+    A column's class is the one with the most time in it (ties in TIMELINE_CLASSES order), its
+    fill their summed time over the column's width, at most 1. Thousands of kernels of a
+    microsecond each stay visible as the share of time they take, instead of as hairlines
+    drawn on top of each other. A window shorter than `bins` ns has a column per ns."""
+    span = max(end_ns - start_ns, 1)
+    bins = min(bins, span)
+    bars, columns = [], {}
+    for lane, start, end, kind in kernels:
+        if (end - start) * bins >= span:
+            bars.append(Bar(lane, start, end, kind, 1, end - start, 1.0, False))
+            continue
+        column = min(max((start - start_ns) * bins // span, 0), bins - 1)
+        cell = columns.setdefault((lane, column), {})
+        count, busy = cell.get(kind, (0, 0))
+        cell[kind] = (count + 1, busy + end - start)
+    for (lane, column), cell in sorted(columns.items()):
+        kind = max(cell, key=lambda k: (cell[k][1], -TIMELINE_CLASSES.index(k)))
+        left = start_ns + column * span // bins
+        right = start_ns + (column + 1) * span // bins
+        busy = sum(b for _, b in cell.values())
+        bars.append(Bar(lane, left, right, kind, sum(n for n, _ in cell.values()), busy,
+                        min(1.0, busy / max(right - left, 1)), True))
+    return bars
+
+
+def pack_levels(spans):
+    """The row of each (start, end) span, first fit in start order: a span goes to the first
+    row whose last span has ended, so nested and overlapping annotations (DualPipe's
+    attn(F) beside dispatch(B)) get rows of their own and disjoint ones share a row."""
+    ends, levels = [], [0] * len(spans)
+    for index in sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], i)):
+        start, end = spans[index]
+        level = next((row for row, last in enumerate(ends) if last <= start), len(ends))
+        if level == len(ends):
+            ends.append(end)
+        ends[level] = end
+        levels[index] = level
+    return levels
+
+
+def time_axis(axes, start_ns, end_ns):
+    """An x axis of ms from `start_ns` to `end_ns`: what a chart of one window over time
+    (the timeline, a memory curve of the same step) draws its points against, at
+    (t - start_ns) / 1e6, so that charts of one window line up."""
+    axes.set_xlim(0, max(end_ns - start_ns, 1) / 1e6)
+    axes.set_xlabel("time (ms after the window's start)")
+
+
+def timeline(lanes, bars, annotations, start_ns, end_ns, title):
+    """One step's streams over time: a row per lane (its label), the bars of `bin_kernels`
+    colored by class, and above them the annotations ((name, start_ns, end_ns), packed into
+    rows, the deepest past ANNOTATION_LEVELS left out), labelled where the name fits. The x
+    axis is ms from `start_ns`."""
+    levels = pack_levels([(a[1], a[2]) for a in annotations])
+    rows = min(max(levels, default=-1) + 1, ANNOTATION_LEVELS)
+    height = 1.3 + 0.32 * (len(lanes) + rows)
+    figure, axes = plt.subplots(figsize=(12, height))
+    for kind in TIMELINE_CLASSES:
+        chosen = [bar for bar in bars if bar.timeline_class == kind]
+        if not chosen:
+            continue
+        color = matplotlib.colors.to_rgba(CLASS_COLORS[kind])
+        for lane in sorted({bar.lane for bar in chosen}):
+            own = [bar for bar in chosen if bar.lane == lane]
+            axes.broken_barh([((b.start_ns - start_ns) / 1e6, (b.end_ns - b.start_ns) / 1e6)
+                              for b in own], (lane - 0.4, 0.8),
+                             facecolors=[(*color[:3], 0.3 + 0.7 * b.fill) for b in own],
+                             linewidth=0)
+    width_ms = max(end_ns - start_ns, 1) / 1e6
+    points_per_ms = 12 * 72 * 0.85 / width_ms  # the axes take ~85% of the figure's width
+    for (name, start, end), level in zip(annotations, levels):
+        if level >= rows:
+            continue
+        y = level - rows  # above the streams, the first row on top
+        left, width = (start - start_ns) / 1e6, max(end - start, 0) / 1e6
+        axes.broken_barh([(left, width)], (y - 0.4, 0.8), facecolors="#e8e8e8",
+                         edgecolors="#707070", linewidth=0.5)
+        label = name if len(name) <= 24 else name[:23] + "…"
+        if width * points_per_ms >= 4.1 * len(label) + 3:
+            axes.text(left + width / 2, y, label, ha="center", va="center", fontsize=7,
+                      clip_on=True)
+    axes.set_yticks(([-rows] if rows else []) + list(range(len(lanes))),
+                    (["annotations"] if rows else []) + list(lanes))
+    axes.set_ylim(len(lanes) - 0.4, -rows - 0.6)  # top to bottom: annotations, then lanes
+    time_axis(axes, start_ns, end_ns)
+    axes.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=CLASS_COLORS[kind]) for kind in
+               TIMELINE_CLASSES]
+    axes.legend(handles, list(TIMELINE_CLASSES), frameon=False, loc="upper left",
+                bbox_to_anchor=(1.01, 1))
     return _svg(figure)

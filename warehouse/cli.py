@@ -10,8 +10,8 @@ import time
 
 import click
 
-from .catalog import Catalog, default_location
-from .errors import TracewhError
+from .catalog import default_location
+from .errors import INTERRUPTED, TracewhError
 
 # command name -> the module of tracewh.commands that defines it. Modules are imported on
 # demand: DuckDB and sqlglot take a third of a second to import, which `--help`, `tables` and
@@ -36,7 +36,6 @@ COMMANDS = {
 
 
 STARTED = "tracewh.started"  # ctx.meta key: when the command line began to run
-INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT
 
 
 class TracewhGroup(click.Group):
@@ -58,7 +57,7 @@ class TracewhGroup(click.Group):
         try:
             return super().invoke(ctx)
         except TracewhError as error:
-            click.echo(f"error: {error}", err=True)
+            click.echo(f"error: {error.cli_message()}", err=True)
             ctx.exit(error.exit_code)
         except KeyboardInterrupt:  # Ctrl-C: what was committed stays, nothing else is written
             click.echo("interrupted: files not yet committed were not written", err=True)
@@ -87,7 +86,7 @@ def cli(ctx, warehouse_dir):
       tracewh optimize && tracewh vacuum   # merge small files, delete retired ones
       tracewh delete run41                 # remove a run (its files go at vacuum)
     """
-    ctx.obj = Catalog(warehouse_dir or default_location())
+    ctx.obj = warehouse_dir or default_location()  # the commands' Warehouse: see pass_warehouse
 
 
 def main():

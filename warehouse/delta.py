@@ -25,9 +25,9 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.ingest.schema import PARTITION_COLUMNS
-
 from .errors import WarehouseError
+from .layout import trace_id_of
+from .schema import PARTITION_COLUMNS
 
 LOG_DIR = "_delta_log"
 # The `traces` columns whose values each file's statistics hold (its one row's).
@@ -52,11 +52,6 @@ class DataFile:
     @property
     def trace_id(self):
         return trace_id_of(self.path)
-
-
-def trace_id_of(path):
-    """Every file tracewh writes is named `<trace_id>-<part>.parquet`."""
-    return Path(path).name.split("-", 1)[0]
 
 
 def table_schema(table):

@@ -11,14 +11,11 @@ import duckdb
 from . import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from .errors import FollowUpFailed, RefreshInterrupted
+from .layout import DONE_FILE, RECOMPUTE_FILE
 from .marts import refresh_marts
-from .query import library_fingerprint
+from .library import library_fingerprint
 from .rules import effective_rules
 
-DONE_FILE = "derived.json"  # in _tracewh/: the snapshot and fingerprint last derived from
-# In _tracewh/: runs whose mart rows must be computed again though no trace of theirs is newer
-# than the marts (a phase deleted); written before the commits, removed once derived.
-RECOMPUTE_FILE = "recompute.json"
 
 
 @dataclass

@@ -5,6 +5,8 @@ Beyond sqlglot's translation:
 - percentile_disc stays exact: sqlglot turns it into approximate percentiles, so it is written
   as the nearest-rank value it is, `element_at(array_sort(values), ceil(p * count))` (an
   actual value, of the input's type: Spark's own percentile_disc answers a DOUBLE);
+- DuckDB's list_sum (a sum of an array's elements) becomes Spark's `aggregate` and Trino's
+  `reduce` with an adding lambda (sqlglot passes it through untranslated);
 - DuckDB's NOT MATERIALIZED hint on CTEs is dropped (Spark and Trino inline CTEs);
 - on Spark, views are temporary (the tables they read are temporary views) and table macros
   become SQL table functions, their parameters typed and qualified by the function's name
@@ -14,23 +16,19 @@ Beyond sqlglot's translation:
 
 import re
 
-import duckdb
 import sqlglot
 from sqlglot import exp
 
-from tracewh.ingest.schema import TABLES
-
 from .errors import UsageError
-from .query import (empty_select, library_connection, library_modules_in_order,
-                    live_replacements, scan_select, sql_string, typed_columns)
+from .library import library_for, modules_reaching, parameter_types, published_modules
+from .peaks import COLUMNS as PEAKS_COLUMNS, PEAKS_TABLE, default_peaks, peaks_rows
+from .query import library_connection
 from .rules import RULES_TABLE, rules_rows
+from .schema import TABLES
+from .table_sql import empty_select, scan_select, sql_string, typed_columns
 
 DIALECTS = ("duckdb", "spark", "trino")
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE\s*(.*?;)", re.DOTALL)
-# The library's macro parameters, by name, and their types (DuckDB's names).
-PARAMETER_TYPES = {"base": "VARCHAR", "new": "VARCHAR", "threshold_pct": "DOUBLE",
-                   "min_ns": "BIGINT", "key_by": "VARCHAR", "phase_filter": "VARCHAR",
-                   "rank_filter": "INTEGER"}
 # percentile_disc(p) WITHIN GROUP (ORDER BY x), exactly: the value of rank ceil(p * n).
 _NEAREST_RANK = ("ELEMENT_AT(ARRAY_SORT(ARRAY_AGG(x) FILTER (WHERE x IS NOT NULL)), "
                  "CAST(GREATEST(1, CEIL(p * COUNT(x))) AS INT))")
@@ -56,7 +54,9 @@ def transpile_statements(sql_text, dialect, macro_columns=None):
                 f"placeholders\n{statement}"
                 for name, params, body in macros for statement in _statements(body, dialect)]
     columns = macro_columns if macro_columns is not None else describe_macros()
-    return [_spark_function(name, [p.strip() for p in params.split(",")], body, columns[name])
+    types = parameter_types(sql_text)
+    return [_spark_function(name, [p.strip() for p in params.split(",")], body, columns[name],
+                            types)
             for name, params, body in macros]
 
 
@@ -67,6 +67,9 @@ def _statements(sql_text, dialect, parameters_of=None):
             # NOT MATERIALIZED is DuckDB's hint to let a run filter into a CTE used twice
             # (else it reads every file); Spark and Trino inline CTEs and have no such word.
             cte.set("materialized", None)
+        for call in list(tree.find_all(exp.Anonymous)):
+            if call.name.lower() == "list_sum":
+                call.replace(_array_sum(call, dialect))
         for within in list(tree.find_all(exp.WithinGroup)):
             if isinstance(within.this, exp.PercentileDisc):
                 within.replace(_nearest_rank(within))
@@ -77,6 +80,17 @@ def _statements(sql_text, dialect, parameters_of=None):
             text = text.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMPORARY VIEW", 1)
         statements.append(text)
     return statements
+
+
+_ARRAY_SUMS = {"spark": "AGGREGATE(x, CAST(0 AS BIGINT), (a, v) -> a + v)",
+               "trino": "REDUCE(x, CAST(0 AS BIGINT), (a, v) -> a + v, a -> a)"}
+
+
+def _array_sum(call, dialect):
+    (array,) = call.expressions
+    return sqlglot.parse_one(_ARRAY_SUMS[dialect], read=dialect).transform(
+        lambda node: array.copy() if isinstance(node, exp.Column) and node.name == "x"
+        else node)
 
 
 def _nearest_rank(within):
@@ -95,8 +109,8 @@ def _qualify_parameters(tree, function, parameters):
             column.set("table", exp.to_identifier(function))
 
 
-def _spark_function(name, parameters, body, columns):
-    signature = ", ".join(f"{p} {spark_type(PARAMETER_TYPES[p])}" for p in parameters)
+def _spark_function(name, parameters, body, columns, types):
+    signature = ", ".join(f"{p} {spark_type(types[p])}" for p in parameters)
     returns = ", ".join(f"{_spark_name(column)} {spark_type(type_)}" for column, type_ in columns)
     (query,) = _statements(body, "spark", parameters_of=(name, set(parameters)))
     return (f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({signature})\n"
@@ -107,9 +121,9 @@ def describe_macros():
     """{macro: [(column, DuckDB type)]} of the library's table macros, from DuckDB."""
     connection = library_connection()
     found = {}
-    for text in library_modules_in_order().values():
+    for text in published_modules().values():
         for name, params, _ in _MACRO.findall(text):
-            arguments = ", ".join(f"CAST(NULL AS {PARAMETER_TYPES[p.strip()]})"
+            arguments = ", ".join(f"CAST(NULL AS {parameter_types(text)[p.strip()]})"
                                   for p in params.split(","))
             rows = connection.execute(f"DESCRIBE SELECT * FROM {name}({arguments})").fetchall()
             found[name] = [(row[0], row[1]) for row in rows]
@@ -128,49 +142,71 @@ def _spark_string(text):
     return exp.Literal.string(text).sql("spark")
 
 
-def script(dialect, snapshot, root, rules):
+def script(dialect, snapshot, root, rules, peaks=None):
     """The statements that define, in a DuckDB connection or a SparkSession, every table at
-    `snapshot` (over its live files, by name), the rules table, then the library in
-    dependency order (with the sql/live/ modules where the rules need them)."""
+    `snapshot` (over its live files, by name), the rules and device peaks tables (`peaks`:
+    the defaults unless given), then the library in dependency order (public views only,
+    helpers inlined; the sql/live/ helpers where the rules need them)."""
+    peaks = default_peaks() if peaks is None else peaks
     if dialect == "duckdb":
-        return _duckdb_script(snapshot, root, rules)
+        return _duckdb_script(snapshot, root, rules, peaks)
     if dialect == "spark":
-        return _spark_script(snapshot, root, rules)
+        return _spark_script(snapshot, root, rules, peaks)
     raise UsageError(f"no script for {dialect}: Trino reads the tables through its own "
                      "catalogs (Delta Lake or Hive connector); print its views without --script")
 
 
-def _duckdb_script(snapshot, root, rules):
+def _duckdb_script(snapshot, root, rules, peaks):
     paths = snapshot.paths(root)
     statements = [f"CREATE OR REPLACE VIEW {table.name} AS " + (
         scan_select(table, "[" + ", ".join(map(sql_string, paths[table.name])) + "]")
         if paths.get(table.name) else empty_select(table)) for table in TABLES.values()]
     statements.append(RULES_TABLE)
     statements.append("INSERT INTO kernel_class_rules VALUES "
-                      + _rules_values(rules, sql_string))
-    live = live_replacements(snapshot, rules)
-    return statements + [live.get(name, text).strip().rstrip(";")
-                         for name, text in library_modules_in_order().items()]
+                      + _values(rules_rows(rules), sql_string))
+    statements.append(PEAKS_TABLE)
+    statements.append("INSERT INTO device_peaks VALUES " + _values(peaks_rows(peaks), sql_string))
+    return statements + [text.strip().rstrip(";")
+                         for text in library_for(snapshot, rules).values()]
 
 
-def _rules_values(rules, string):
-    """The rows of the rules table as SQL VALUES rows, strings quoted by `string`."""
+def _values(rows, string):
+    """Rows of a data table (kernel rules, device peaks) as SQL VALUES rows, strings quoted
+    by `string`."""
     def literal(value):
-        return ("NULL" if value is None else str(value) if isinstance(value, int)
+        return ("NULL" if value is None else repr(value) if isinstance(value, (int, float))
                 else string(value))
 
-    return ", ".join("(" + ", ".join(map(literal, row)) + ")" for row in rules_rows(rules))
+    return ", ".join("(" + ", ".join(map(literal, row)) + ")" for row in rows)
 
 
-def _spark_script(snapshot, root, rules):
+# Spark's analyser copies a view's or CTE's whole plan into every place that reads it, and the
+# host call tree (_host_layers: a windowed pass per thread and layer) is read through many such
+# places: with the default 1 GB driver module_stats exhausts it while being defined, and with
+# 4 GB collective_calls ran 11 minutes over DeepSeek's one-rank step and failed. Until the call
+# tree is kept as a table at ingest, the Spark script leaves out every module that reads it;
+# and run_metrics with its readers (the metric diffs): with 4 GB and broadcast joins off, one
+# query of it over the test warehouse (DLRM's 8 ranks, DeepSeek's step) ran over 9 minutes;
+# and stream_queue with its summary (one query ran over 6 minutes there).
+SPARK_OMITS_READERS_OF = ("_host_layers", "run_metrics", "stream_queue")
+
+
+def spark_omitted():
+    """The public modules the Spark script leaves out (see SPARK_OMITS_READERS_OF)."""
+    return modules_reaching(*SPARK_OMITS_READERS_OF)
+
+
+def _spark_script(snapshot, root, rules, peaks):
     paths = snapshot.paths(root)
-    live = live_replacements(snapshot, rules)
     statements = [statement for table in TABLES.values()
                   for statement in _spark_table(table, root, paths.get(table.name, []))]
     statements.append(_spark_rules(rules))
+    statements.append(_spark_peaks(peaks))
     macro_columns = describe_macros()
-    for name, text in library_modules_in_order().items():
-        statements += transpile_statements(live.get(name, text), "spark", macro_columns)
+    omitted = spark_omitted()
+    for name, text in library_for(snapshot, rules).items():
+        if name not in omitted:
+            statements += transpile_statements(text, "spark", macro_columns)
     return statements
 
 
@@ -196,12 +232,22 @@ def _spark_table(table, root, paths):
 
 
 def _spark_rules(rules):
-    rows = _rules_values(rules, _spark_string)
+    rows = _values(rules_rows(rules), _spark_string)
     return ("CREATE OR REPLACE TEMPORARY VIEW kernel_class_rules AS SELECT "
             "CAST(target AS STRING) AS target, CAST(priority AS INT) AS priority, "
             "CAST(category AS STRING) AS category, CAST(pattern AS STRING) AS pattern, "
             f"CAST(value AS STRING) AS value FROM VALUES {rows} "
             "AS rules(target, priority, category, pattern, value)")
+
+
+def _spark_peaks(peaks):
+    """The device peaks as a temporary view of typed VALUES."""
+    spark_types = {"INTEGER": "INT", "VARCHAR": "STRING", "DOUBLE": "DOUBLE"}
+    casts = ", ".join(f"CAST({name} AS {spark_types[type_]}) AS {name}"
+                      for name, type_ in PEAKS_COLUMNS)
+    names = ", ".join(name for name, _ in PEAKS_COLUMNS)
+    return (f"CREATE OR REPLACE TEMPORARY VIEW device_peaks AS SELECT {casts} FROM VALUES "
+            f"{_values(peaks_rows(peaks), _spark_string)} AS peaks({names})")
 
 
 def script_text(statements):

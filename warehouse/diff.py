@@ -1,7 +1,7 @@
-"""Cross-run comparison: `tracewh diff` (two runs, a regression gate) and `tracewh trend` (one
-metric over many runs). The figures come from the SQL library (`run_diff_with`,
-`run_metric_diff_with`, `run_metrics`); this module checks the arguments, shapes the JSON
-contract and renders the report.
+"""Two runs, or two phases, compared: `tracewh diff`, a regression gate. The figures come from
+the SQL library (`run_phase_diff_with`, `run_phase_metric_diff_with`, `run_metrics`); this
+module checks the arguments,
+shapes the JSON contract and renders the report. One metric over many runs is `trend`'s.
 """
 
 import json
@@ -10,12 +10,11 @@ from dataclasses import dataclass
 
 from . import output
 from .errors import UsageError
-from .catalog import Catalog
-from .query import connect, run_query, tables_read_by
-from .scope import check_runs, check_scope, did_you_mean, known_runs
+from .names import check_phase
+from .scope import check_scope
+from .statements import run_query
 
-KEYS = ("name", "short_name", "class")
-METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns")
+KEYS = ("name", "short_name", "class", "op", "collective")
 TABLE_ROWS = 25
 
 
@@ -32,25 +31,62 @@ def _records(columns, rows):
     return [dict(zip(columns, row)) for row in rows]
 
 
+def split_side(text):
+    """(run, phase or None) of one side of a diff: `RUN` or `RUN:PHASE`. Run and phase names
+    cannot hold a colon (names.SAFE_NAME), so the first colon is where the phase starts."""
+    run, colon, phase = text.partition(":")
+    if not colon:
+        return text, None
+    if not run or not phase or ":" in phase:
+        raise UsageError(f"invalid side {text!r}: expected RUN or RUN:PHASE (one colon, a run "
+                         "and a phase, as prefill and decode of one run: "
+                         "infer:prefill infer:decode)")
+    return run, check_phase(phase)
+
+
+def side_runs(*sides):
+    """The runs that the sides of a diff name (what its connection must hold)."""
+    return [split_side(side)[0] for side in sides]
+
+
+def _label(run, phase):
+    return run if phase is None else f"{run}:{phase}"
+
+
 def diff_runs(connection, base, new, options):
-    """The diff as the JSON-ready dict nightly jobs build on."""
-    check_runs(known_runs(connection), base, new)
-    if base == new:
-        raise UsageError("base and new are the same run")
-    check_scope(connection, (base, new), options.phase, options.rank)
+    """The diff as the JSON-ready dict nightly jobs build on, over a connection to both runs
+    (see `api.Warehouse.connect_to_runs`, which checks they are there). Either side may be
+    `RUN:PHASE`: a side without a phase takes `options.phase`, else the other side's (so
+    `infer:prefill infer:decode` compares two phases of one run, `a:prefill b` the prefill
+    of two runs)."""
+    (base_run, base_phase), (new_run, new_phase) = split_side(base), split_side(new)
+    base_phase = base_phase or options.phase or new_phase
+    new_phase = new_phase or options.phase or base_phase
+    if base_run == new_run and base_phase == new_phase:
+        if base_phase is None:
+            raise UsageError(f"base and new are the same run: to compare two phases of it, "
+                             f"name them as {base_run}:PHASE {base_run}:PHASE")
+        raise UsageError(f"base and new are the same run and phase "
+                         f"({_label(base_run, base_phase)})")
+    check_scope(connection, [base_run], base_phase, options.rank)
+    check_scope(connection, [new_run], new_phase, options.rank)
     kernels = _records(*run_query(
-        connection, "SELECT * FROM run_diff_with(?, ?, ?, ?, ?, ?, ?)",
-        params=[base, new, options.threshold_pct, options.min_ns, options.by, options.phase,
-                options.rank]))
+        connection, "SELECT * FROM run_phase_diff_with(?, ?, ?, ?, ?, ?, ?, ?)",
+        params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
+                options.min_ns, options.by, options.rank]))
     metrics = _records(*run_query(
-        connection, "SELECT * FROM run_metric_diff_with(?, ?, ?, ?, ?, ?)",
-        params=[base, new, options.threshold_pct, options.min_ns, options.phase,
-                options.rank]))
+        connection, "SELECT * FROM run_phase_metric_diff_with(?, ?, ?, ?, ?, ?, ?)",
+        params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
+                options.min_ns, options.rank]))
+    if options.by == "collective":
+        _add_bus_bandwidth(connection, kernels, (base_run, base_phase), (new_run, new_phase))
     kernel_statuses = Counter(k["status"] for k in kernels)
     metric_statuses = Counter(m["status"] for m in metrics)
     return {
-        "base": base,
-        "new": new,
+        "base": base_run,
+        "new": new_run,
+        "base_phase": base_phase,
+        "new_phase": new_phase,
         "thresholds": {"pct": options.threshold_pct, "min_ns": options.min_ns},
         "by": options.by,
         "phase": options.phase,
@@ -67,10 +103,35 @@ def diff_runs(connection, base, new, options):
     }
 
 
+def _add_bus_bandwidth(connection, rows, base_side, new_side):
+    """Give each collective-and-size row of `diff --by collective` the median bus bandwidth of
+    its matched instances on both sides (base_busbw_gbps, new_busbw_gbps; None without). A
+    side is (run, phase or None: every phase)."""
+    for key, (run, phase) in (("base_busbw_gbps", base_side), ("new_busbw_gbps", new_side)):
+        _, found = run_query(connection, """
+            SELECT collective || ' ' || coalesce(CAST(msg_bytes AS VARCHAR) || ' B', 'unsized')
+                     AS name,
+                   percentile_disc(0.5) WITHIN GROUP (ORDER BY busbw_gbps) AS busbw
+            FROM collective_instances
+            WHERE run = ? AND (CAST(? AS VARCHAR) IS NULL OR phase = ?)
+            GROUP BY name""", params=[run, phase, phase])
+        busbw = dict(found)
+        for row in rows:
+            row[key] = busbw.get(row["name"])
+
+
 _KERNEL_COLUMNS = ("status", "name", "base_total_ns", "new_total_ns", "delta_ns", "delta_pct",
                    "base_count", "new_count", "class")
 _METRIC_COLUMNS = ("status", "phase", "rank", "metric", "base_value", "new_value", "delta",
                    "delta_pct")
+
+
+_BUS_BANDWIDTH_COLUMNS = ("base_busbw_gbps", "new_busbw_gbps")
+
+
+def _kernel_columns(report):
+    """The kernel table's columns: with --by collective, each side's bus bandwidth too."""
+    return _KERNEL_COLUMNS + (_BUS_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
 
 
 def _pct(value):
@@ -81,11 +142,25 @@ def _rows(records, columns):
     return [[_pct(r[c]) if c == "delta_pct" else r[c] for c in columns] for r in records]
 
 
+def _noun(report):
+    """What the rows compare: operators with --by op, else kernels."""
+    return "operators" if report["by"] == "op" else "kernels"
+
+
+def _sides(report):
+    """'a -> b', or 'infer:prefill -> infer:decode' when the sides are different phases."""
+    if report["base_phase"] == report["new_phase"]:
+        return report["base"], report["new"]
+    return (_label(report["base"], report["base_phase"]),
+            _label(report["new"], report["new_phase"]))
+
+
 def _summary_line(report):
     summary = report["summary"]
     counts = ", ".join(f"{n} {status}" for status, n in summary["kernels"].items()) or "none"
     verdict = "REGRESSION" if summary["regression"] else "no regression"
-    return (f"{verdict}: kernels {counts}; metrics regressed {summary['regressed_metrics']} "
+    return (f"{verdict}: {_noun(report)} {counts}; "
+            f"metrics regressed {summary['regressed_metrics']} "
             f"of {len(report['metrics'])} (threshold {report['thresholds']['pct']}%, "
             f"noise floor {report['thresholds']['min_ns']} ns, by {report['by']})")
 
@@ -114,11 +189,13 @@ def render_diff(report, fmt):
     changed = [k for k in report["kernels"] if k["status"] != "unchanged"]
     moved = [m for m in report["metrics"] if m["status"] != "unchanged"]
     if fmt == "markdown":
-        parts = [f"### tracewh diff: `{report['base']}` → `{report['new']}`\n",
+        base, new = _sides(report)
+        parts = [f"### tracewh diff: `{base}` → `{new}`\n",
                  _summary_line(report) + "\n"]
         if changed:
-            parts += ["\n**Kernels that changed**\n\n",
-                      output.render(_KERNEL_COLUMNS, _rows(changed, _KERNEL_COLUMNS),
+            parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",
+                      output.render(_kernel_columns(report),
+                                    _rows(changed, _kernel_columns(report)),
                                     "markdown")]
         if moved:
             parts += ["\n**Metrics that moved**\n\n",
@@ -126,122 +203,18 @@ def render_diff(report, fmt):
                                     "markdown")]
         return "".join(parts)
     shown = changed[:TABLE_ROWS]
-    parts = [f"{report['base']} -> {report['new']}: {_summary_line(report)}\n"]
+    parts = [" -> ".join(_sides(report)) + f": {_summary_line(report)}\n"]
     if shown:
-        parts += ["\n", output.render(_KERNEL_COLUMNS, _rows(shown, _KERNEL_COLUMNS), "table")]
+        parts += ["\n", output.render(_kernel_columns(report),
+                                         _rows(shown, _kernel_columns(report)), "table")]
         if len(changed) > len(shown):
-            parts.append(f"... {len(changed) - len(shown)} more changed kernels "
+            parts.append(f"... {len(changed) - len(shown)} more changed {_noun(report)} "
                          "(--format json for all)\n")
     if moved:
         parts += ["\n", output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS), "table")]
     return "".join(parts)
 
 
-# What `diff_runs` and `trend` read: a connection for them lists these tables' files only.
-DIFF_READS = ("run_diff_with", "run_metric_diff_with", "kernel_classes", "kernel_name_classes",
-              "run_metrics", "runs", "traces")
-TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs")
-
-
-def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
-          check_kernel=True):
-    """(columns, rows): the metric per run and phase (median over ranks), in ingest order or
-    by the value of a tag; the last `last` runs. A kernel no run has is an error, unless not
-    `check_kernel` (the connection holding only some runs)."""
-    if metric.startswith("kernel:"):
-        source = ("SELECT run, phase, rank, CAST(sum(dur_ns) AS DOUBLE) AS value "
-                  "FROM kernel_classes WHERE name = ? OR short_name = ? "
-                  "GROUP BY run, phase, rank")
-        params = [metric[len("kernel:"):]] * 2
-    elif metric in METRICS:
-        source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
-        params = [metric]
-    else:
-        raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)} "
-                         "or kernel:NAME (a kernel's total time, by full or short name)")
-    filters = []
-    if phase is not None:
-        filters.append("p.phase = ?")
-        params.append(phase)
-    if tag is not None:
-        filters.append("json_extract_string(r.tags, ?) = ?")
-        params += [_tag_path(tag[0]), tag[1]]
-    order = "r.first_seq"
-    if order_by_tag is not None:
-        order = "json_extract_string(r.tags, ?) NULLS FIRST, r.first_seq"
-        params.append(_tag_path(order_by_tag))
-    where = ("WHERE " + " AND ".join(filters)) if filters else ""
-    sql = f"""
-        WITH m AS ({source}),
-        per_run AS (
-          SELECT run, phase, count(*) AS ranks,
-                 percentile_disc(0.5) WITHIN GROUP (ORDER BY value) AS value,
-                 min(value) AS min_value, max(value) AS max_value
-          FROM m GROUP BY run, phase
-        )
-        SELECT p.run, p.phase, p.ranks, p.value, p.min_value, p.max_value, r.tags
-        FROM per_run AS p JOIN runs AS r ON r.run = p.run
-        {where}
-        ORDER BY {order}, p.phase"""
-    columns, rows = run_query(connection, sql, params=params)
-    if not rows and metric.startswith("kernel:") and check_kernel:
-        _check_kernel(connection, metric[len("kernel:"):])
-    if last is not None:
-        keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
-        rows = [row for row in rows if row[0] in keep]
-    return columns, rows
-
-
-def _tag_path(key):
-    return '$."' + key.replace('"', "") + '"'
-
-
-def _check_kernel(connection, name):
-    """Refuse a kernel name that no run has (by full or short name), with close short names."""
-    (found,) = connection.execute("SELECT count(*) FROM kernel_name_classes "
-                                  "WHERE name = ? OR short_name = ?", [name, name]).fetchone()
-    if found:
-        return
-    names = [row[0] for row in connection.execute(
-        "SELECT DISTINCT short_name FROM kernel_name_classes WHERE short_name IS NOT NULL")
-        .fetchall()]
-    raise UsageError(f"no kernel named {name!r} in any run (by full or short name)"
-                     f"{did_you_mean(name, names)}")
-
-
-def trend_in_warehouse(root, metric, last=None, tag=None, order_by_tag=None, phase=None):
-    """`trend` asked of the newest runs only: the last `last` runs in trend order (from the
-    `traces` log, no data read), the window doubled until it holds `last` runs with the
-    metric or every run. At 1,000 runs, the 30 newest are read instead of all."""
-    catalog = Catalog(root)
-    catalog.check_readable()
-    if last is None:
-        return trend(connect(root), metric, None, tag, order_by_tag, phase)
-    order = _trend_order(catalog.runs(), tag, order_by_tag, phase)
-    window = last
-    while True:
-        every_run = window >= len(order)  # then over the whole warehouse, as without --last
-        connection = (connect(root) if every_run else
-                      connect(root, runs=set(order[-window:]),
-                              tables=tables_read_by(*TREND_READS)))
-        columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
-                              check_kernel=every_run)
-        if len({row[0] for row in rows}) >= last or every_run:
-            return columns, rows
-        window *= 2
-
-
-def _trend_order(runs, tag, order_by_tag, phase):
-    """Run names in the order `trend` sorts them (tag value, nulls first, then first commit),
-    keeping those with the tag and phase asked for."""
-    def tag_value(info, key):
-        value = info.tags.get(key)
-        return None if value is None else str(value)
-
-    chosen = [info for info in runs
-              if (phase is None or phase in info.phases)
-              and (tag is None or tag_value(info, tag[0]) == tag[1])]
-    if order_by_tag is not None:
-        chosen.sort(key=lambda info: (tag_value(info, order_by_tag) is not None,
-                                      tag_value(info, order_by_tag) or "", info.first_seq))
-    return [info.run for info in chosen]
+# What `diff_runs` reads: a connection for it lists these tables' files only.
+DIFF_READS = ("run_phase_diff_with", "run_phase_metric_diff_with", "kernel_classes",
+              "kernel_name_classes", "run_metrics", "runs", "traces", "collective_instances")

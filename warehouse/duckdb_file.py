@@ -23,13 +23,14 @@ import shutil
 import duckdb
 import pyarrow as pa
 
-from tracewh.ingest.schema import TABLES
-
 from . import delta
-from .query import (define_library, empty_select, library_fingerprint, scan_select,
-                    sql_string)
+from .layout import DUCKDB_FILE as FILE_NAME
+from .layout import FILES_GLOB
+from .library import library_fingerprint
+from .query import define_library
+from .schema import TABLES
+from .table_sql import empty_select, scan_select, sql_string
 
-FILE_NAME = "tracewh.duckdb"
 FILES_TABLE = "tracewh_files"
 SNAPSHOT_TABLE = "tracewh_snapshot"
 STORAGE_VERSION = "v1.0.0"
@@ -118,7 +119,7 @@ def _write_whole(connection, root, snapshot, rules):
         connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
         connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
         if paths.get(table.name):
-            pattern = sql_string(f"{root}/{table.name}/*/*/*/*.parquet")
+            pattern = sql_string(f"{root}/{table.name}/{FILES_GLOB}")
             connection.execute(f"CREATE OR REPLACE MACRO {macro}(files := {pattern}) "
                                f"AS TABLE {_snapshot_scan(table)}")
 

@@ -1,11 +1,27 @@
 """Error types. Every failure a user can cause is one of these: the CLI prints the message on
 one line and exits with `exit_code`, without a traceback."""
 
+INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT (Ctrl-C)
+HINT = "\0"  # where in a message the CLI's hint goes (no path or name holds a NUL)
+
 
 class TracewhError(Exception):
-    """Base class: a problem to report to the user, not a bug."""
+    """Base class: a problem to report to the user, not a bug. The message says what is wrong
+    in the library's terms; at HINT in it (else at its end) the command line puts `cli_hint`,
+    the option that does what was refused (" (use --allow-write to run them)"), and the
+    library `library_hint`, its own words for the same, if any (", replacing it")."""
 
     exit_code = 2
+
+    def __init__(self, message, cli_hint="", library_hint=""):
+        self._template = message if HINT in message else message + HINT
+        super().__init__(self._template.replace(HINT, library_hint))
+        self.cli_hint = cli_hint
+        self.library_hint = library_hint
+
+    def cli_message(self):
+        """The message as the command line prints it, with its hint."""
+        return getattr(self, "_template", str(self)).replace(HINT, self.cli_hint)
 
 
 class UsageError(TracewhError):
@@ -21,13 +37,13 @@ def printable(path):
 class TraceError(TracewhError):
     """An input file that cannot be ingested: truncated, corrupt or not a trace."""
 
-    def __init__(self, path, problem):
-        super().__init__(f"{printable(path)}: {problem}")
+    def __init__(self, path, problem, cli_hint="", library_hint=""):
+        super().__init__(f"{printable(path)}: {problem}", cli_hint, library_hint)
         self.path = str(path)
         self.problem = problem
 
-    def __reduce__(self):
-        return (type(self), (self.path, self.problem))
+    def __reduce__(self):  # raised in an ingest worker, it crosses to the parent whole
+        return (type(self), (self.path, self.problem, self.cli_hint, self.library_hint))
 
 
 class QueryError(TracewhError):
@@ -35,7 +51,7 @@ class QueryError(TracewhError):
 
 
 class WarehouseError(TracewhError):
-    """The warehouse directory is not usable (not a warehouse, unreadable manifest)."""
+    """The warehouse directory is not usable (not a warehouse, a damaged log, read-only)."""
 
 
 class FollowUpFailed(WarehouseError):
@@ -55,4 +71,4 @@ class WarehouseBusy(WarehouseError):
 class RefreshInterrupted(TracewhError):
     """Ctrl-C while the marts and tracewh.duckdb were being derived: the commits stand."""
 
-    exit_code = 128 + 2  # the shell's status for a command ended by SIGINT
+    exit_code = INTERRUPTED

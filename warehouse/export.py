@@ -16,16 +16,15 @@ those kernels and launches.
 """
 
 import gzip
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
-from tracewh.ingest.metadata import VERSION_KEYS
-
-from .errors import UsageError
+from .errors import HINT, UsageError
+from .output import write_atomically
+from .schema import VERSION_KEYS
 
 # Per event table: the phase its rows imply (None: the row's `ph` column) and its columns
 # beyond the common ones.
@@ -85,10 +84,11 @@ def resolve_window(connection, run, phase, rank, choice):
     if choice.from_ns is None:
         if len(traces) > 1:
             raise UsageError(f"rank {rank} of run {run!r} has {len(traces)} captures "
-                             f"({', '.join(traces)}): pick one with --trace")
+                             f"({', '.join(traces)}): pick one", cli_hint=" with --trace")
         return Window(where, traces[0])
     if choice.from_ns >= choice.to_ns:
-        raise UsageError("--from-ns must be before --to-ns")
+        raise UsageError("the window must start before it ends",
+                         cli_hint=" (--from-ns before --to-ns)")
     inside = [trace for trace in traces
               if _events_in(connection, where, trace, choice.from_ns, choice.to_ns)]
     if not inside:
@@ -96,7 +96,7 @@ def resolve_window(connection, run, phase, rank, choice):
                          f"[{choice.from_ns}, {choice.to_ns})")
     if len(inside) > 1:
         raise UsageError(f"the window holds events of {len(inside)} captures "
-                         f"({', '.join(inside)}): pick one with --trace")
+                         f"({', '.join(inside)}): pick one", cli_hint=" with --trace")
     return Window(where, inside[0], choice.from_ns, choice.to_ns,
                   f"{choice.from_ns} to {choice.to_ns} ns")
 
@@ -150,8 +150,9 @@ def _named_window(connection, where, choice):
                          f"phase {where[1]!r}")
     if choice.occurrence is None and len(found) > 1:
         raise UsageError(f"{kind} {name!r} occurs {len(found)} times in rank {where[2]} of run "
-                         f"{where[0]!r}: pick one with --occurrence 1-{len(found)} (in time "
-                         "order)")
+                         f"{where[0]!r}: pick one{HINT} (in time order)",
+                         cli_hint=f" with --occurrence 1-{len(found)}",
+                         library_hint=f", occurrence 1-{len(found)}")
     number = choice.occurrence or 1
     if number > len(found):
         raise UsageError(f"{kind} {name!r} occurs {len(found)} times; no occurrence {number}")
@@ -205,7 +206,7 @@ def _overlaps(has_dur):
 
 
 # A window holds what the views count in it: GPU activity counts where its launch falls (see
-# overlap_intervals), so the window's kernels are those that overlap it and those launched in
+# _overlap_intervals), so the window's kernels are those that overlap it and those launched in
 # it (running after its end), and its runtime calls those that overlap it and the launches of
 # its kernels (so that a kernel running in the window but launched before keeps its launch,
 # and counts before the window again when the file is ingested).
@@ -273,18 +274,16 @@ def _number_or_text(value):
 
 
 def _write(out_path, header, events):
-    """The document, written to a temporary file and renamed: a reader never sees half."""
+    """The document, written whole or not at all."""
     out_path = Path(out_path)
     head = msgspec.json.encode(header)[:-1]
     body = b",\n".join(events)
     document = (head + (b"," if len(head) > 1 else b"") + b'"traceEvents":[\n' + body
                 + b"\n]}\n")
-    temporary = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
     opener = gzip.open if out_path.name.endswith(".gz") else open
-    try:
+
+    def write(temporary):
         with opener(temporary, "wb") as handle:
             handle.write(document)
-        os.replace(temporary, out_path)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise UsageError(f"{out_path}: cannot write: {error.strerror or error}") from None
+
+    write_atomically(out_path, write)

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import delta
+from . import delta, layout
 from .catalog import TRACES
-from .errors import WarehouseError
+from .errors import HINT, WarehouseError
 
 # The tables of a trace's events; the others are derived from them (kernel_names,
 # gpu_intervals, gpu_time), or from its top-level keys (devices, traces).
@@ -54,7 +54,7 @@ def check_counts(root, snapshot, runs=None):
                 f"{root}: trace {trace['min.trace_id']} ({_partition(trace)}) counts "
                 f"{events:,} events, but the tables' Delta logs hold {rows:,} rows of it: a "
                 "log was changed outside tracewh: restore its _delta_log/ files from a "
-                f"backup, or ingest {_source(root, trace)} again with --replace")
+                f"backup, or ingest {_source(root, trace)}{HINT}", *_again(trace))
     unlisted = sorted(set(held) - set(traces["min.trace_id"].to_pylist()))
     if unlisted:  # rows of a trace that `traces` does not hold: its log lost the row
         raise WarehouseError(
@@ -77,7 +77,7 @@ def missing_file_error(root, table, paths):
     return WarehouseError(
         f"{missing[0]}: missing{others}: a file of trace {trace['min.trace_id']} "
         f"({_partition(trace)}), deleted outside tracewh: restore it from a backup, or "
-        f"ingest {_source(root, trace)} again with --replace")
+        f"ingest {_source(root, trace)}{HINT}", *_again(trace))
 
 
 def _add_actions(root, table, snapshot, runs):
@@ -94,17 +94,22 @@ def _partition(trace):
 
 
 def _source(root, trace):
-    """The file a trace was ingested from, with the options that put it back in place."""
-    options = (f"--run {trace['partition.run']} --phase {trace['partition.phase']} "
-               f"--rank {trace['partition.rank']}")
+    """The file a trace was ingested from."""
     traces = Path(root) / TRACES
-    prefix = (f"run={trace['partition.run']}/phase={trace['partition.phase']}/"
-              f"rank={trace['partition.rank']}/{trace['min.trace_id']}-")
+    prefix = layout.trace_prefix(trace["partition.run"], trace["partition.phase"],
+                                 trace["partition.rank"], trace["min.trace_id"])
     for path in sorted(traces.glob(f"{prefix}*.parquet")):
         try:
-            source = pq.read_table(path, columns=["source_path"])["source_path"][0].as_py()
+            return pq.read_table(path, columns=["source_path"])["source_path"][0].as_py()
         except (OSError, pa.ArrowException, IndexError):
             continue
-        return f"{source} ({options})"
-    return f"its trace file ({options})"
+    return "its trace file"
+
+
+def _again(trace):
+    """(cli_hint, library_hint) ending the advice to ingest a trace's file again: the
+    options that put it back in place, or the same in the library's words."""
+    run, phase, rank = (trace[f"partition.{key}"] for key in ("run", "phase", "rank"))
+    return (f" (--run {run} --phase {phase} --rank {rank}) again with --replace",
+            f" again as run {run}, phase {phase}, rank {rank}, replacing it")
 

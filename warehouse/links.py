@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import WarehouseError, printable
+from .errors import HINT, WarehouseError, printable
 
 
 def check_no_links(paths):
@@ -25,8 +25,8 @@ def check_no_links(paths):
     for path in paths:
         if Path(path).is_symlink():
             raise WarehouseError(f"{printable(path)} is a symbolic link: tracewh follows no "
-                                 "link in a warehouse's own files (remove the link; pass "
-                                 "--warehouse to use another directory)")
+                                 f"link in a warehouse's own files (remove the link{HINT})",
+                                 cli_hint="; pass --warehouse to use another directory")
 
 
 def open_no_follow(path, flags, mode=0o666):

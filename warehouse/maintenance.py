@@ -20,15 +20,14 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from tracewh.ingest.schema import TABLES
-from tracewh.ingest.writer import PARQUET_OPTIONS, dictionary_columns, statistics_columns
-
-from . import delta, links
+from . import delta, layout, links
 from .catalog import TRACES
 from .delta import DataFile
 from .derived import mark_for_recompute, refresh_derived
-from .errors import FollowUpFailed, UsageError
+from .errors import HINT, FollowUpFailed, UsageError
 from .marts import mart_paths
+from .parquet import write_options
+from .schema import TABLES
 from .scope import check_runs
 
 DEFAULT_RETAIN_HOURS = 24
@@ -120,7 +119,8 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
     failure after the deletes (a rollback, the refresh) raises FollowUpFailed with the
     result."""
     if retain_hours < 0:
-        raise UsageError("--retain must be 0 or more hours")
+        raise UsageError(f"{HINT} must be 0 or more hours", cli_hint="--retain",
+                         library_hint="retain_hours")
     with catalog.locked(recover=False):  # deleting needs no free space: a rollback does
         try:
             catalog.clean_up()  # a killed commit's files are retired, for the deletes
@@ -213,7 +213,7 @@ def repair(catalog):
     files. Every other trace stays as it was; a commit cut short by the value (the
     checkpoint of its version failed) is rolled back by the recovery that follows. Run again
     after an interruption, it finishes the work. The files stay on disk until `vacuum`;
-    their sources can be ingested again with --rank."""
+    their sources can be ingested again under a rank within int32."""
     with catalog.locked(recover=False):
         result = _remove_unreadable(catalog)
         catalog.clean_up()
@@ -253,7 +253,7 @@ def _remove_unreadable(catalog):
 
 def _count_removed(removed, table_path, table, unreadable_file):
     """Count a removed file to its trace in `removed`; a `traces` file tells its source."""
-    trace_id = delta.trace_id_of(unreadable_file.path)
+    trace_id = layout.trace_id_of(unreadable_file.path)
     values = unreadable_file.partition_values
     trace = removed.setdefault(trace_id, RemovedTrace(trace_id, values.get("run"),
                                                       values.get("phase"), values.get("rank"),
@@ -286,14 +286,11 @@ def _groups(files):
 def _merge(table_path, group, version):
     """Write the rows of `group`, in order, to one file named after its trace."""
     first = group[0]
-    relative = (f"run={first.run}/phase={first.phase}/rank={first.rank}/"
-                f"{first.trace_id}-v{version:06d}.parquet")
+    relative = (f"{layout.partition(first.run, first.phase, first.rank)}/"
+                f"{layout.merged_file(first.trace_id, version)}")
     schema = pq.read_schema(table_path / first.path)
     rows = 0
-    with pq.ParquetWriter(table_path / relative, schema,
-                          use_dictionary=dictionary_columns(schema),
-                          write_statistics=statistics_columns(schema),
-                          **PARQUET_OPTIONS) as writer:
+    with pq.ParquetWriter(table_path / relative, schema, **write_options(schema)) as writer:
         for data_file in group:
             table = pq.read_table(table_path / data_file.path)
             writer.write_table(table)

@@ -26,11 +26,12 @@ import pyarrow.dataset as ds
 
 from . import delta
 from .delta import DataFile
-from .query import connect, library_fingerprint, tables_read_by
+from .connection import connect
+from .layout import MARTS_DIR
+from .library import library_fingerprint, modules_read_by, tables_read_by
 
 MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
          "launch_latency_summary", "kernel_class_histogram")
-MARTS_DIR = "marts"
 STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
 FORMAT = 1  # of the marts' extra columns: a change rebuilds them
 RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
@@ -81,8 +82,9 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     if not any(plan.needed for plan in plans.values()):
         return MartsRefresh([], 0)
     committed = 0
-    with connect(catalog.root, runs=runs,
-                 tables=tables_read_by(*MARTS, "capture_spans")) as connection:
+    with connect(catalog, snapshot, rules, runs=runs,
+                 tables=tables_read_by(*MARTS, "capture_spans"),
+                 modules=modules_read_by(*MARTS, "capture_spans")) as connection:
         for name, plan in plans.items():
             if not plan.needed:
                 continue

@@ -3,6 +3,7 @@
 in all of them, and that Spark and Hive do not skip (paths starting with `_` or `.` are hidden
 to them); ranks to the range of their int32 column."""
 
+import difflib
 import operator
 import re
 
@@ -10,7 +11,7 @@ from .errors import UsageError
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-RANK_MAX = 2**31 - 1  # rank is an int32 partition column (ingest/schema.py)
+RANK_MAX = 2**31 - 1  # rank is an int32 partition column (schema.py)
 
 
 def check_name(kind, value):
@@ -70,3 +71,9 @@ def parse_tag(text):
     if not sep:
         raise UsageError(f"invalid tag {text!r}: expected KEY=VALUE")
     return check_name("tag key", key), check_name("tag value", value)
+
+
+def did_you_mean(name, candidates):
+    """'; did you mean 'a', 'b'?' with the candidates closest to a mistyped name, or ''."""
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""

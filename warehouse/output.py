@@ -13,6 +13,8 @@ Markdown is pasted into pull-request and CI comments, where trace content (kerne
 string a query returns) must stay text: every cell goes through `markdown_cell`, which escapes
 it and caps it at MARKDOWN_CELL characters. The terminal table caps a cell at MAX_CELL
 characters; csv and json keep every character.
+
+Every file a command writes (--out, an export, a report) is written by `write_atomically`.
 """
 
 import csv
@@ -21,8 +23,12 @@ import decimal
 import io
 import json
 import math
+import os
 import re
 import shutil
+from pathlib import Path
+
+from .errors import UsageError, printable
 
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48  # characters of a terminal table's cell
@@ -187,3 +193,17 @@ def _table(columns, rows, width, max_rows=0):
         footer += f"; {hidden} more column{'s' if hidden != 1 else ''} not shown: use --format"
     out.append(footer + ")")
     return "\n".join(out) + "\n"
+
+
+def write_atomically(path, write):
+    """Write a file by `write(temporary path)`, then rename it into place: a reader sees the old
+    file or the whole new one, never half. A failure is one error line (the disk is full, the
+    directory is not writable), the temporary file gone."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise UsageError(f"{printable(path)}: cannot write: {error.strerror or error}") from None

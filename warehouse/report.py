@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from . import charts
 from .demangle import demangle
 from .diff import DiffOptions, diff_runs
-from .scope import check_runs, choose_phase, known_runs
+from .errors import HINT, UsageError
+from .scope import choose_phase, rank_ranges
 
 TOP_KERNELS = 15
+TOP_GEMMS = 10
+BOUND_COLORS = {"compute": "#4c78a8", "memory": "#f58518", "no peak": "#9a9a9a"}
+TOP_OPS = 15
+TOP_MODULES = 20
 HISTOGRAM_KERNELS = 6
 DIFF_ROWS = 25
 NAME_WIDTH = 60  # characters of a kernel name shown; the cell's title holds all of it
@@ -60,26 +65,231 @@ def us(ns):
     return None if ns is None else ns / 1e3
 
 
-def build_report(connection, run, phase=None, base=None, options=None):
-    """The report of `run` (one phase) as HTML text; with `base`, the diff against it."""
-    check_runs(known_runs(connection), run, *([base] if base else []))
-    phase = choose_phase(connection, run, phase)
+def build_report(connection, run, phase=None, base=None, options=None, timeline=None):
+    """The report of `run` as HTML text: of one phase, or of every phase of the run (then
+    with a section setting the phases side by side first, and each phase's sections after
+    it); with `base`, the diff against it (phase by phase). `timeline` (a TimelineChoice)
+    picks the step the timeline draws. The connection is to those runs (see
+    `api.Warehouse.connect_to_runs`, which checks them)."""
+    phases = [choose_phase(connection, run, phase)] if phase is not None else \
+        _phases_of(connection, run)
+    choice = timeline or TimelineChoice()
+    # a rank or step some phase lacks fails here, before anything is drawn
+    windows = {each: _timeline_window(connection, [run, each], choice) for each in phases}
+    if len(phases) == 1:
+        sections = _phase_sections(connection, run, phases[0], base, options, windows)
+    else:
+        sections = [_phases_side_by_side(connection, run, phases)]
+        for each in phases:
+            sections += [dataclasses.replace(s, key=f"{each}-{s.key}",
+                                             title=f"{each}: {s.title}")
+                         for s in _phase_sections(connection, run, each, base, options,
+                                                  windows)]
+    return _page(connection, run, phases, base, sections)
+
+
+def _phases_of(connection, run):
+    return [row[0] for row in connection.execute(
+        "SELECT DISTINCT phase FROM traces WHERE run = ? ORDER BY phase", [run]).fetchall()]
+
+
+def _phase_sections(connection, run, phase, base, options, windows):
     scope = [run, phase]
     sections = [
         _overlap(connection, scope),
         _exposed(connection, scope),
         _gpu_time(connection, scope),
+        _timeline(connection, scope, windows[phase]),
         _top_kernels(connection, scope),
+        _top_ops(connection, scope),
+        _module_tree(connection, scope),
+        _top_gemms(connection, scope),
         _kernel_histograms(connection, scope),
         _class_histograms(connection, scope),
         _rank_skew(connection, scope),
+        _bus_bandwidth(connection, scope),
+        _waits_caused(connection, scope),
+        _stragglers(connection, scope),
         _launch_latency(connection, scope),
         _steps(connection, scope),
+        *_memory(connection, scope),
     ]
-    if base is not None:
-        sections += _diff(connection, base, run,
-                          dataclasses.replace(options or DiffOptions(), phase=phase))
-    return _page(connection, run, phase, base, sections)
+    if base is None:
+        return sections
+    if phase not in _phases_of(connection, base):
+        return sections + [Section("diff", f"Against {base}",
+                                   f"Run {base} has no phase {phase}: nothing to compare.",
+                                   None, empty="Nothing to compare.")]
+    return sections + _diff(connection, base, run,
+                            dataclasses.replace(options or DiffOptions(), phase=phase))
+
+
+@dataclass(frozen=True)
+class TimelineChoice:
+    """The window the timeline draws: a rank and a step (ProfilerStep#N), each None for the
+    default (the slowest rank; its median step)."""
+
+    rank: int | None = None
+    step: str | None = None
+
+
+_SUMMARY_FIGURES = (
+    # (row label, phase_summary column, unit): ms for ns, % for ratios and shares
+    ("ranks", "ranks", None), ("steps", "steps", None),
+    ("median step (ms)", "step_time_ns", "ms"), ("GPU span (ms)", "span_ns", "ms"),
+    ("busy (ms)", "busy_ns", "ms"), ("communication (ms)", "comm_ns", "ms"),
+    ("computation (ms)", "compute_ns", "ms"), ("overlap (ms)", "overlap_ns", "ms"),
+    ("exposed communication (ms)", "exposed_comm_ns", "ms"), ("idle (ms)", "idle_ns", "ms"),
+    ("busy (% of span)", "busy_ratio", "%"), ("overlap (% of communication)",
+                                              "overlap_ratio", "%"),
+    ("idle (% of span)", "idle_ratio", "%"), ("kernel time (ms)", "kernel_ns", "ms"),
+    ("communication (% of kernel time)", "communication_share", "%"),
+    ("computation (% of kernel time)", "computation_share", "%"),
+    ("memory (% of kernel time)", "memory_share", "%"),
+    ("other (% of kernel time)", "other_share", "%"),
+    ("top kernel", "top_kernel", "name"), ("top kernel (% of kernel time)",
+                                           "top_kernel_share", "%"),
+    ("memory peak, allocated (MB)", "peak_allocated_bytes", "MB"),
+    ("memory peak, reserved (MB)", "peak_reserved_bytes", "MB"),
+)
+
+
+def _phases_side_by_side(connection, run, phases):
+    """The phases of a run in columns (phase_summary): prefill beside decode."""
+    columns = [c for _, c, _ in _SUMMARY_FIGURES]
+    found = {row[0]: dict(zip(columns, row[1:])) for row in connection.execute(
+        f"SELECT phase, {', '.join(columns)} FROM phase_summary WHERE run = ?",
+        [run]).fetchall()}
+    summaries = [found.get(phase, {}) for phase in phases]
+    names = _names(s["top_kernel"] for s in summaries if s.get("top_kernel"))
+    shown = {"ms": ms, "%": lambda v: None if v is None else 100 * v,
+             "MB": lambda v: None if v is None else v / 1e6,
+             "name": lambda v: None if v is None else names[v], None: lambda v: v}
+    rows = [(label, *(shown[unit](s.get(column)) for s in summaries))
+            for label, column, unit in _SUMMARY_FIGURES]
+    series = {part: [] for part in charts.PART_COLORS}
+    for s in summaries:
+        for part, value in _span_parts(s).items():
+            series[part].append(value)
+    chart = charts.bars(list(phases), series, "Where GPU time goes, per phase",
+                        "% of the GPU span", stacked=True, colors=charts.PART_COLORS,
+                        xlabel="phase")
+    return Section(
+        "phases", "Phases side by side",
+        "Each phase of the run in a column (view phase_summary): GPU times summed over the "
+        "phase's ranks, within each capture; the median step over all ranks' ProfilerStep#N "
+        "windows; kernel time split by class (sync counted as other); the memory peak of "
+        "the GPU that allocated most (empty without memory events). The chart shows each "
+        "phase's GPU span as 100%: communication not hidden, overlapped, computation alone, "
+        "other GPU work and idle. Compare two phases kernel by kernel with `tracewh diff "
+        f"{run}:{phases[0]} {run}:{phases[1]}`.", chart, ("figure", *phases), rows)
+
+
+def _span_parts(summary):
+    """{part of GPU time: % of the span} of a phase_summary row, the parts of
+    charts.PART_COLORS (all 0 without a span)."""
+    span = summary.get("span_ns") or 0
+    if not span:
+        return dict.fromkeys(charts.PART_COLORS, 0.0)
+    comm, compute, overlap = summary["comm_ns"], summary["compute_ns"], summary["overlap_ns"]
+    parts = {"exposed communication": comm - overlap, "overlapped": overlap,
+             "computation only": compute - overlap,
+             "other GPU work": summary["busy_ns"] - (comm + compute - overlap),
+             "idle": summary["idle_ns"]}
+    return {part: 100 * parts[part] / span for part in charts.PART_COLORS}
+
+
+def _timeline(connection, scope, window):
+    """One window (a step, or a whole capture without steps) of one rank, its streams over
+    time: kernels colored by class, too short ones binned, annotations above."""
+    if window is None:
+        return Section("timeline", "Timeline of one step",
+                       "No GPU activity: nothing to draw.", None, empty="No GPU activity.")
+    rank, trace_id, index, step, start, end, default = window
+    where = ("run = ? AND phase = ? AND rank = ? AND trace_id = ? "
+             "AND window_index IS NOT DISTINCT FROM ?")
+    keys = [*scope, rank, trace_id, index]
+    kernels = connection.execute(
+        f"SELECT stream, timeline_class, start_ns, end_ns FROM timeline_kernels "
+        f"WHERE {where} ORDER BY start_ns, event_index", keys).fetchall()
+    annotations = connection.execute(
+        f"SELECT name, start_ns, end_ns FROM timeline_annotations WHERE {where} "
+        f"ORDER BY start_ns, event_index", keys).fetchall()
+    left = min([start] + [k[2] for k in kernels])
+    right = max([end] + [k[3] for k in kernels])
+    streams = sorted({k[0] for k in kernels}, key=lambda s: (s is None, s))
+    lane = {stream: i for i, stream in enumerate(streams)}
+    bars = charts.bin_kernels([(lane[s], a, b, c) for s, c, a, b in kernels], left, right)
+    what = f"{step} of rank {rank}" if step else f"the capture {trace_id} of rank {rank}"
+    chart = charts.timeline(
+        [f"stream {s}" if s is not None else "no stream" for s in streams], bars,
+        [(_short(name, 40), a, b) for name, a, b in annotations], left, right,
+        f"Timeline of {_short(what, 70)}") if kernels else None
+    levels = charts.pack_levels([(a, b) for _, a, b in annotations])
+    hidden = sum(1 for level in levels if level >= charts.ANNOTATION_LEVELS)
+    bin_us = (right - left) / charts.TIMELINE_BINS / 1e3
+    chosen = ("the median step of the slowest rank" if step else
+              "the median capture of the slowest rank (this phase has no ProfilerStep#N "
+              "spans)") if default else "the window asked for"
+    caption = (
+        f"GPU streams of {what} ({chosen}; pick another with --timeline-rank and "
+        f"--timeline-step), {ms(right - left):,.3f} ms from its first activity to its last: "
+        "each kernel, copy and sync at its GPU time, colored by class (sync counted as "
+        "other). A step holds the GPU work launched during it, which may run past its end. "
+        f"Kernels shorter than a column ({bin_us:,.3f} µs, 1/{charts.TIMELINE_BINS} of the "
+        "width) are drawn as the column they start in, in the color of the class with the "
+        "most time there and as opaque as the share of the column they fill. Above the "
+        "streams, the user annotations (record_function ranges) over the GPU work each "
+        "launched, one row per nesting level, labelled where the name fits"
+        + (f"; {hidden} annotations deeper than {charts.ANNOTATION_LEVELS} rows are not "
+           "drawn." if hidden else "."))
+    rows = []
+    for stream in streams:
+        own = [bar for bar in bars if bar.lane == lane[stream]]
+        busy = {kind: sum(k[3] - k[2] for k in kernels if k[0] == stream and k[1] == kind)
+                for kind in charts.TIMELINE_CLASSES}
+        rows.append((stream, sum(1 for b in own if not b.binned),
+                     sum(b.kernels for b in own if b.binned),
+                     *(ms(busy[kind]) for kind in charts.TIMELINE_CLASSES)))
+    return Section("timeline", "Timeline of one step", caption, chart,
+                   ("stream", "kernels drawn as themselves", "short kernels in columns",
+                    *(f"{kind} (ms)" for kind in charts.TIMELINE_CLASSES)), rows)
+
+
+def _timeline_window(connection, scope, choice):
+    """(rank, trace_id, window_index, step, start_ns, end_ns, is_default) of the window to
+    draw, or None when the phase has no GPU activity; a rank or step the phase lacks is an
+    error naming what there is."""
+    windows = connection.execute(
+        "SELECT rank, trace_id, window_index, step, start_ns, end_ns, is_default, slowest_rank "
+        "FROM timeline_windows WHERE run = ? AND phase = ? ORDER BY rank, start_ns",
+        scope).fetchall()
+    if not windows:
+        return None
+    run, phase = scope
+    if choice.rank is None and choice.step is None:
+        return next(w[:7] for w in windows if w[6])
+    rank = choice.rank if choice.rank is not None else \
+        next(w[0] for w in windows if w[7])
+    own = [w for w in windows if w[0] == rank]
+    if not own:
+        raise UsageError(f"run {run!r}, phase {phase!r} has no rank {rank} to draw (its "
+                         f"ranks: {rank_ranges(sorted({w[0] for w in windows}))})")
+    if choice.step is None:
+        durations = sorted(w[5] - w[4] for w in own)
+        median = durations[(len(durations) - 1) // 2]
+        return next(w[:6] + (False,) for w in own if w[5] - w[4] == median)
+    named = [w for w in own if w[3] == choice.step]
+    if not named:
+        steps = [w[3] for w in own if w[3]]
+        listed = ", ".join(steps[:5]) + (f" and {len(steps) - 5} more" if len(steps) > 5
+                                         else "")
+        raise UsageError(f"run {run!r}, phase {phase!r}, rank {rank} has no step "
+                         f"{choice.step!r} ("
+                         + (f"its steps: {listed})" if steps else
+                            f"it has no ProfilerStep#N spans: {HINT} to draw its capture)"),
+                         cli_hint="leave --timeline-step out", library_hint="name no step")
+    return named[0][:6] + (False,)
 
 
 def _rows(connection, sql, scope):
@@ -129,12 +339,9 @@ def _exposed(connection, scope):
 
 def _gpu_time(connection, scope):
     rows = _rows(connection, """
-        SELECT t.rank, t.comm_ns - t.overlap_ns, t.overlap_ns, t.compute_ns - t.overlap_ns,
-               t.busy_ns - (t.comm_ns + t.compute_ns - t.overlap_ns), t.span_ns - t.busy_ns,
-               i.step_idle_ns, i.largest_gap_ns, i.gap_dominated, i.span_ns
-        FROM rank_gpu_time AS t
-        JOIN rank_idle AS i ON i.run = t.run AND i.phase = t.phase AND i.rank = t.rank
-        WHERE t.run = ? AND t.phase = ? AND t.span_ns IS NOT NULL ORDER BY t.rank""", scope)
+        SELECT rank, exposed_comm_ns, overlap_ns, compute_only_ns, other_ns, idle_ns,
+               step_idle_ns, largest_gap_ns, gap_dominated, idle_span_ns
+        FROM rank_gpu_parts WHERE run = ? AND phase = ? ORDER BY rank""", scope)
     parts = list(charts.PART_COLORS)
     chart = charts.bars([str(r[0]) for r in rows],
                         {part: [ms(r[i + 1]) for r in rows] for i, part in enumerate(parts)},
@@ -166,11 +373,8 @@ def _gpu_time(connection, scope):
 
 def _top_kernels(connection, scope):
     rows = _rows(connection, f"""
-        SELECT short_name, class, sum(count) AS kernels, sum(total_ns) AS total_ns,
-               100.0 * sum(total_ns) / sum(sum(total_ns)) OVER () AS share
-        FROM kernel_stats WHERE run = ? AND phase = ?
-        GROUP BY short_name, class ORDER BY total_ns DESC, short_name LIMIT {TOP_KERNELS}""",
-                 scope)
+        SELECT short_name, class, kernels, total_ns, share_pct FROM short_kernel_stats
+        WHERE run = ? AND phase = ? AND position <= {TOP_KERNELS} ORDER BY position""", scope)
     names = _names(r[0] for r in rows)
     chart = charts.horizontal_bars(
         [names[r[0]].text for r in rows], [ms(r[3]) for r in rows],
@@ -191,24 +395,94 @@ def _top_kernels(connection, scope):
          for name, cls, count, total, share in rows])
 
 
+def _top_ops(connection, scope):
+    rows = _rows(connection, f"""
+        SELECT name, calls, gpu_kernels, gpu_self_ns, gpu_self_busy_ns, gpu_total_ns,
+               gpu_total_busy_ns, communication
+        FROM op_phase_stats WHERE run = ? AND phase = ? AND gpu_total_ns > 0
+        ORDER BY gpu_self_ns DESC, gpu_total_ns DESC, name LIMIT {TOP_OPS}""", scope)
+    names = _names(r[0] for r in rows)
+    kinds = {True: ("launched communication", charts.CLASS_COLORS["communication"]),
+             False: ("other", charts.CLASS_COLORS["computation"])}
+    chart = charts.horizontal_bars(
+        [names[r[0]].text for r in rows], [ms(r[3]) for r in rows],
+        [kinds[bool(r[7])][1] for r in rows],
+        f"Top {len(rows)} operators by self GPU time, all ranks", "ms",
+        dict(kinds[kind] for kind in dict.fromkeys(bool(r[7]) for r in rows))
+    ) if rows else None
+    return Section(
+        "top-ops", "Top operators",
+        "The cpu_ops (aten ops, autograd nodes, c10d ops) by the GPU time they launched: self "
+        "is the activity an op launched itself (its launch's innermost enclosing op), total "
+        "adds what the ops it encloses launched, summed over calls (a call nested in one of "
+        "the same name counts in both); busy is per call the union of those intervals "
+        "(kernels at once on several streams count once). View op_phase_stats (op_stats over "
+        "the ranks); GPU activity no op "
+        "launched (link runtime_only or unlaunched in op_kernels) is not here.",
+        chart, ("operator", "calls", "GPU activities", "self (ms)", "self busy (ms)",
+                "total (ms)", "total busy (ms)", "communication"),
+        [(names[r[0]], r[1], r[2], *map(ms, r[3:7]), "yes" if r[7] else "")
+         for r in rows],
+        empty="No operator launched GPU work in this run (no cpu_op events, or none around "
+              "the launches).")
+
+
+def _module_tree(connection, scope):
+    rows = _rows(connection, f"""
+        SELECT module_path, depth, calls, gpu_self_ns, gpu_total_ns
+        FROM module_phase_stats WHERE run = ? AND phase = ? AND gpu_total_ns > 0
+        ORDER BY gpu_total_ns DESC, module_path NULLS LAST LIMIT {TOP_MODULES}""", scope)
+    return Section(
+        "module-tree", "Module tree",
+        "GPU time per nn.Module path, outer to inner (the profiler's `nn.Module: NAME` frames, "
+        "recorded with with_stack or with_modules): self is the activity whose innermost "
+        "module around its launch is this one, total adds the modules inside it. The row "
+        "without a path is the GPU activity launched outside any module. View "
+        "module_phase_stats (module_stats over the ranks).",
+        None, ("module path", "depth", "calls", "self (ms)", "total (ms)"),
+        [(path if path is not None else "(outside any module)", depth, calls, ms(own),
+          ms(total)) for path, depth, calls, own, total in rows])
+
+
+def _top_gemms(connection, scope):
+    """The GEMM shapes that take the most GPU time, with the TFLOPS/s they achieve against the
+    device's dense peak (op_perf)."""
+    caption = (
+        "GEMM calls (aten::mm, addmm, bmm, baddbmm, _scaled_mm) grouped by operand shapes, "
+        "data type and device, by GPU busy time over all ranks (the calls' own and enclosed "
+        "ops' GPU activity, as op_perf measures it). Achieved TFLOPS/s is the group's model "
+        "FLOPs (2MNK per matrix, plus MN with a bias) over that time; the peak is the "
+        "device's dense figure for the data type from sql/device_peaks.toml (or --peaks); "
+        "% of roofline compares with the least time the FLOPs and bytes need at the peaks.")
+    empty = ("No GEMM call with recorded shapes: profile with record_shapes=True for the "
+             "ops' Input Dims.")
+    rows = _rows(connection, f"""
+        SELECT name, shapes, dtype, peak_device, calls, gpu_busy_ns, achieved_tflops,
+               peak_tflops, pct_of_peak, pct_of_roofline, bound
+        FROM gemm_shapes WHERE run = ? AND phase = ?
+        ORDER BY gpu_busy_ns DESC, name, shapes LIMIT {TOP_GEMMS}""", scope)
+    labels = [_short(f"{r[0]} {r[1]}") for r in rows]
+    chart = charts.horizontal_bars(
+        labels, [r[8] or 0 for r in rows], [BOUND_COLORS[r[10] or "no peak"] for r in rows],
+        f"Top {len(rows)} GEMM shapes by GPU time: % of the device's dense peak", "% of peak",
+        {f"{bound}-bound" if bound != "no peak" else bound: color
+         for bound, color in BOUND_COLORS.items()
+         if bound in {r[10] or "no peak" for r in rows}}) if rows else None
+    return Section(
+        "top-gemms", "Top GEMMs against the device's peak", caption, chart,
+        ("op", "shapes (Input Dims)", "dtype", "peak of", "calls", "GPU time (ms)",
+         "achieved TFLOPS/s", "peak TFLOPS/s", "% of peak", "% of roofline", "bound"),
+        [(name, Name(_short(shapes), shapes), dtype, device, calls, ms(busy), tflops, peak,
+          pct_peak, pct_roofline, bound)
+         for name, shapes, dtype, device, calls, busy, tflops, peak, pct_peak, pct_roofline,
+         bound in rows], empty=empty)
+
+
 def _kernel_histograms(connection, scope):
     rows = _rows(connection, f"""
-        WITH top AS (
-          SELECT short_name, min(class) AS class, sum(total_ns) AS total_ns
-          FROM kernel_stats WHERE run = $1 AND phase = $2
-          GROUP BY short_name ORDER BY total_ns DESC, short_name LIMIT {HISTOGRAM_KERNELS}
-        ),
-        named AS (
-          SELECT DISTINCT s.name, t.short_name
-          FROM kernel_stats AS s JOIN top AS t ON t.short_name = s.short_name
-          WHERE s.run = $1 AND s.phase = $2
-        )
-        SELECT t.short_name, t.class, h.lower_ns, h.upper_ns, sum(h.kernels) AS kernels
-        FROM kernel_histogram AS h
-        JOIN named AS n ON n.name = h.name
-        JOIN top AS t ON t.short_name = n.short_name
-        WHERE h.run = $1 AND h.phase = $2
-        GROUP BY ALL ORDER BY max(t.total_ns) DESC, t.short_name, h.lower_ns""", scope)
+        SELECT short_name, class, lower_ns, upper_ns, kernels FROM short_kernel_histogram
+        WHERE run = ? AND phase = ? AND position <= {HISTOGRAM_KERNELS}
+        ORDER BY position, lower_ns""", scope)
     labels = _names(r[0] for r in rows)
     panels = {}
     for short_name, cls, lower, _upper, kernels in rows:
@@ -232,9 +506,8 @@ def _kernel_histograms(connection, scope):
 
 def _class_histograms(connection, scope):
     rows = _rows(connection, """
-        SELECT class, lower_ns, upper_ns, sum(kernels) AS kernels, sum(total_ns) AS total_ns
-        FROM kernel_class_histogram WHERE run = ? AND phase = ?
-        GROUP BY ALL ORDER BY class, lower_ns""", scope)
+        SELECT class, lower_ns, upper_ns, kernels, total_ns FROM kernel_class_phase_histogram
+        WHERE run = ? AND phase = ? ORDER BY class, lower_ns""", scope)
     panels = {}
     for cls, lower, _upper, kernels, _total in rows:
         panel = panels.setdefault(cls, [cls, [], [], charts.CLASS_COLORS.get(cls)])
@@ -276,14 +549,94 @@ def _rank_skew(connection, scope):
         [(c, n, ms(a), ms(m), ms(b), s, ratio) for c, n, a, m, b, s, ratio in rows])
 
 
+def _size_label(collective, msg_bytes):
+    """'all_reduce 8.20 MB' (MB = 10^6 bytes, as GB is 10^9 in the bandwidths)."""
+    return f"{collective} {'unsized' if msg_bytes is None else f'{msg_bytes / 1e6:.2f} MB'}"
+
+
+def _bus_bandwidth(connection, scope):
+    rows = _rows(connection, """
+        SELECT collective, dtype, msg_bytes, instances, matched, busbw_p50_gbps,
+               busbw_p90_gbps, latency_ns
+        FROM collective_summary WHERE run = ? AND phase = ?
+        ORDER BY collective, msg_bytes NULLS LAST, dtype NULLS LAST""", scope)
+    measured = [r for r in rows if r[5] is not None]
+    chart = charts.horizontal_bars(
+        [_size_label(r[0], r[2]) for r in measured], [r[5] for r in measured],
+        ["#1f77b4"] * len(measured), "Median bus bandwidth per collective and size",
+        "bus bandwidth (GB/s, GB = 10^9 bytes)", {"median": "#1f77b4"}) if measured else None
+    caption = (
+        "Each collective and message size: the median over its instances (the same call on "
+        "every rank of its group) of the bus bandwidth, nccl-tests' figure comparable with "
+        "the link's peak: size / latency (the shortest duration over the ranks) times "
+        "2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 "
+        "for broadcast, reduce and send_recv." if measured else
+        "No collective with a known size was matched on every rank of its group (a missing "
+        "rank, a group of one, or sizes the trace does not record, as for DeepEP): no bus "
+        "bandwidth to show; the instances are counted below.")
+    return Section(
+        "bus-bandwidth", "Bus bandwidth per collective and size", caption, chart,
+        ("collective", "dtype", "size (bytes)", "instances", "matched",
+         "bus bandwidth p50 (GB/s)", "p90 (GB/s)", "latency (ms)"),
+        [(c, d, b, n, m, p50, p90, ms(latency)) for c, d, b, n, m, p50, p90, latency in rows],
+        empty="No communication kernels.")
+
+
+def _waits_caused(connection, scope):
+    ranks = _rows(connection, """
+        SELECT rank, wait_caused_ns, times_last, instances FROM stragglers
+        WHERE run = ? AND phase = ? ORDER BY rank""", scope)
+    if not ranks:
+        return Section("waits", "Wait each rank caused",
+                       "No collective was matched across two or more ranks: no rank made "
+                       "another wait.", None, empty="Nothing to show.")
+    if len(ranks) <= len(charts.RANK_COLORS):
+        chart = charts.bars([str(r[0]) for r in ranks], {"wait caused": [ms(r[1]) for r in ranks]},
+                            "Wait each rank caused the others", "ms", xlabel="rank",
+                            colors={"wait caused": "#d1495b"})
+        caption = ("For each rank, the time the other ranks of its groups spent waiting for it "
+                   "at the collectives where it arrived last. A rank far above the others is "
+                   "the straggler.")
+    else:
+        cells = _rows(connection, """
+            SELECT rank, instance, wait_caused_ns FROM collective_waits_caused
+            WHERE run = ? AND phase = ?""", scope)
+        columns = max(nth for _, nth, _ in cells)
+        grid = {rank: [None] * columns for rank, *_ in ranks}
+        for rank, nth, caused in cells:
+            grid[rank][nth - 1] = ms(caused)
+        chart = charts.heat_map([str(rank) for rank in grid], [str(i + 1) for i in range(columns)],
+                                list(grid.values()), "Wait each rank caused, per collective",
+                                "collective (in time order)", "rank", "wait caused (ms)")
+        caption = (f"Each of the {len(ranks)} ranks (a row) at each matched collective (a "
+                   "column, in time order): the time the others waited for it where it arrived "
+                   "last, else 0. A row of bright cells is a straggler.")
+    return Section("waits", "Wait each rank caused", caption, chart,
+                   ("rank", "wait caused (ms)", "times last", "collectives"),
+                   [(rank, ms(caused), last, n) for rank, caused, last, n in ranks])
+
+
+def _stragglers(connection, scope):
+    rows = _rows(connection, """
+        SELECT rank, instances, times_last, last_share, wait_caused_ns, wait_ns, sync_ns
+        FROM stragglers WHERE run = ? AND phase = ?
+        ORDER BY wait_caused_ns DESC, rank LIMIT 20""", scope)
+    return Section(
+        "stragglers", "Stragglers",
+        "The ranks that made the others wait most: how often each arrived last at a matched "
+        "collective, the wait it caused, and its own waiting (before its last peer arrived, and "
+        "inside its kernels beyond the transfer).", None,
+        ("rank", "collectives", "times last", "last (%)", "wait caused (ms)",
+         "own wait (ms)", "sync in kernels (ms)"),
+        [(rank, n, last, 100 * share, ms(caused), ms(wait), ms(sync))
+         for rank, n, last, share, caused, wait, sync in rows],
+        empty="No collective was matched across two or more ranks.")
+
+
 def _launch_latency(connection, scope):
     buckets = _rows(connection, """
-        WITH latencies AS (
-          SELECT CASE WHEN launch_latency_ns > 0
-                      THEN CAST(floor(log2(launch_latency_ns)) AS BIGINT) ELSE -1 END AS bucket
-          FROM launch_latency WHERE run = ? AND phase = ?
-        )
-        SELECT bucket, count(*) FROM latencies GROUP BY bucket ORDER BY bucket""", scope)
+        SELECT bucket, launches FROM launch_latency_phase_histogram
+        WHERE run = ? AND phase = ? ORDER BY bucket""", scope)
     summary = _rows(connection, """
         SELECT rank, launches, p50_ns, p90_ns, max_ns, first_ns FROM launch_latency_summary
         WHERE run = ? AND phase = ? ORDER BY rank""", scope)
@@ -356,9 +709,11 @@ def _span(values, form):
 
 def _steps(connection, scope):
     rows = _rows(connection, """
-        SELECT rank, step, start_ns - min(start_ns) OVER () AS offset_ns, dur_ns,
-               overlap_ratio
+        SELECT rank, step, start_ns, dur_ns, overlap_ratio
         FROM overlap_by_step WHERE run = ? AND phase = ? ORDER BY rank, start_ns""", scope)
+    first = min((start for _, _, start, _, _ in rows), default=0)
+    rows = [(rank, step, start - first, duration, ratio)
+            for rank, step, start, duration, ratio in rows]
     series = {}
     for rank, _step, offset, duration, _ratio in rows:
         xs, ys = series.setdefault(rank, ([], []))
@@ -389,6 +744,68 @@ def _steps(connection, scope):
         ("rank", "step", "start (ms after the first)", "duration (ms)", "overlap (%)"),
         [(rank, step, ms(offset), ms(duration), None if ratio is None else 100 * ratio)
          for rank, step, offset, duration, ratio in rows])
+
+
+MEMORY_BINS = 1000  # points of the memory curve at most: each the highest level in its bin
+
+
+def _memory(connection, scope):
+    """The memory curve of the step holding the run's highest allocated peak, and every
+    rank's peak; no section when the run has no memory events (profile_memory=True)."""
+    peaks = _rows(connection, """
+        SELECT rank, device_kind, device_id, peak_allocated_bytes, peak_reserved_bytes, op_name
+        FROM memory_peaks WHERE run = ? AND phase = ?
+        ORDER BY rank, device_kind, device_id""", scope)
+    if not peaks:
+        return []
+    step = _rows(connection, """
+        SELECT rank, trace_id, step, start_ns, end_ns FROM memory_peaks_by_step
+        WHERE run = ? AND phase = ?
+        ORDER BY peak_allocated_bytes DESC, rank, start_ns LIMIT 1""", scope)
+    chart, caption = None, ("No ProfilerStep#N holds memory events: the peaks below are over "
+                            "each rank's whole captures.")
+    if step:
+        rank, trace_id, name, start, end = step[0]
+        chart = charts.lines(_memory_curve(connection, scope, trace_id, start, end),
+                             f"Memory during {name} of rank {rank}",
+                             "time into the step (ms)", "MiB", steps=True)
+        caption = (f"Bytes allocated and reserved by the allocator on each device during "
+                   f"{name} of rank {rank}, the step with the run's highest allocated peak "
+                   f"(memory_timeline; each point the highest level in 1/{MEMORY_BINS} of the "
+                   "step; the CPU's curve is left out when a GPU has one). The table gives "
+                   "each rank's peak over its captures (memory_peaks) "
+                   "and the op active when the allocated peak was reached.")
+    return [Section(
+        "memory", "Memory", caption, chart,
+        ("rank", "device", "peak allocated (MiB)", "peak reserved (MiB)", "op at the peak"),
+        [(rank, f"{kind}:{device}", bytes_ / 2**20, reserved / 2**20, op)
+         for rank, kind, device, bytes_, reserved, op in peaks])]
+
+
+def _memory_curve(connection, scope, trace_id, start, end):
+    """{'kind:id allocated' / 'reserved': (ms into the step, MiB)} of one step's curve, from
+    the level it opens with to its end, binned to MEMORY_BINS points per series."""
+    rows = connection.execute("""
+        SELECT device_kind, device_id,
+               (greatest(ts_ns, ?) - ?) * ? // (? - ?) AS bin,
+               min(greatest(ts_ns, ?)) AS at_ns, max(allocated_bytes), max(reserved_bytes)
+        FROM memory_timeline
+        WHERE run = ? AND phase = ? AND trace_id = ? AND ts_ns < ?
+          AND (next_ts_ns IS NULL OR next_ts_ns > ?)
+        GROUP BY ALL ORDER BY device_kind, device_id, bin""",
+        [start, start, MEMORY_BINS, end, start, start, *scope, trace_id, end, start]).fetchall()
+    if any(kind != "cpu" for kind, *_ in rows):  # host bytes would lie flat at 0 MiB beside
+        rows = [row for row in rows if row[0] != "cpu"]
+    series = {}
+    for kind, device, _, at, allocated, reserved in rows:
+        for label, level in (("allocated", allocated), ("reserved", reserved)):
+            xs, ys = series.setdefault(f"{kind}:{device} {label}", ([], []))
+            xs.append(ms(at - start))
+            ys.append(level / 2**20)
+    for xs, ys in series.values():  # the last level holds to the step's end
+        xs.append(ms(end - start))
+        ys.append(ys[-1])
+    return series
 
 
 def _diff(connection, base, run, options):
@@ -488,16 +905,18 @@ window.addEventListener("load", function () {
 """
 
 
-def _page(connection, run, phase, base, sections):
+def _page(connection, run, phases, base, sections):
     ranks, traces, events = connection.execute(
         "SELECT count(DISTINCT rank), count(*), sum(events) FROM traces "
-        "WHERE run = ? AND phase = ?", [run, phase]).fetchone()
+        "WHERE run = ? AND list_contains(?, phase)", [run, phases]).fetchone()
+    named = (f"phase {html.escape(phases[0])}" if len(phases) == 1 else
+             "phases " + ", ".join(html.escape(p) for p in phases))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     against = f", compared with run <b>{html.escape(base)}</b>" if base else ""
     parts = [
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>tracewh report: {html.escape(run)}</title><style>{_STYLE}</style></head><body>",
-        f"<header><h1>Run {html.escape(run)}, phase {html.escape(phase)}</h1>",
+        f"<header><h1>Run {html.escape(run)}, {named}</h1>",
         f"<p class=\"facts\">{ranks} rank{'s' if ranks != 1 else ''}, {traces} trace file"
         f"{'s' if traces != 1 else ''}, {events:,} events{against}. Times in ms unless a "
         f"column says otherwise. Made by tracewh on {now}.</p><nav>",

@@ -21,10 +21,10 @@ import reprlib
 import tomllib
 from pathlib import Path
 
-import duckdb
+import re2
 
 from .errors import UsageError
-from .scope import did_you_mean
+from .names import did_you_mean
 
 CLASSES = ("communication", "computation", "memory", "sync", "other")
 WAREHOUSE_RULES = Path("_tracewh") / "kernel_rules.toml"
@@ -37,30 +37,50 @@ MAX_NESTING = 100  # groups within groups in a pattern; Java's regex refuses 2,0
 def load_rules(path=None, text=None):
     """[(target, category, pattern, value)] from a TOML file (or text), checked."""
     label = str(path) if path else "kernel rules"
+    document = read_tables(label, "rules", path, text, KEYS)
+    return [_rule(f"{label}: [[{target}]] #{index + 1}", target, rule)
+            for target in KEYS for index, rule in enumerate(document.get(target, []))]
+
+
+def read_tables(label, what, path, text, kinds):
+    """The TOML document of a data file (kernel rules, device peaks) whose top level holds
+    arrays of tables of the `kinds` only, read from `path` (or `text`) and checked; a mistake
+    is a UsageError naming `label`."""
     try:
         document = tomllib.loads(text if text is not None else Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise UsageError(f"{label}: cannot read rules: {error}") from None
+        raise UsageError(f"{label}: cannot read {what}: {error}") from None
+    tables_list = " and ".join(f"[[{kind}]]" for kind in kinds)
     for key, tables in document.items():
-        if key not in KEYS:
-            raise UsageError(f"{label}: unknown key {key!r}: a rules file holds [[class]] and "
-                             f"[[collective]] tables{did_you_mean(key, KEYS)}")
+        if key not in kinds:
+            raise UsageError(f"{label}: unknown key {key!r}: a {what} file holds "
+                             f"{tables_list} tables{did_you_mean(key, kinds)}")
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
             raise UsageError(f"{label}: {key!r} must be [[{key}]] tables")
-    # A DuckDB of its own, in memory, closed after: one left open would be copied, threads and
-    # all, into the ingest's forked workers.
-    with duckdb.connect() as engine:
-        return [_rule(f"{label}: [[{target}]] #{index + 1}", target, rule, engine)
-                for target in KEYS for index, rule in enumerate(document.get(target, []))]
+    return document
 
 
-def _rule(where, target, rule, engine):
-    """(target, category, pattern, value) of one rule table, checked."""
-    keys = KEYS[target]
-    for key, value in rule.items():
+def check_keys(where, table, keys):
+    """Refuse a key of `table` (one [[...]] entry) that is not one of `keys`: a typo would
+    drop the value silently."""
+    for key in table:
         if key not in keys:
             raise UsageError(f"{where}: unknown key {key!r}: use {', '.join(keys)}"
                              f"{did_you_mean(key, keys)}")
+
+
+def check_pattern(where, pattern):
+    """Refuse a regular expression that DuckDB and Spark would not both run alike."""
+    problem = _pattern_problem(pattern)
+    if problem:
+        raise UsageError(f"{where}: bad pattern {reprlib.repr(pattern)}: {problem}")
+
+
+def _rule(where, target, rule):
+    """(target, category, pattern, value) of one rule table, checked."""
+    keys = KEYS[target]
+    check_keys(where, rule, keys)
+    for key, value in rule.items():
         if not isinstance(value, str):
             raise UsageError(f"{where}: {key!r} must be a string, not {value!r}")
     category, pattern, value = (rule.get(key) for key in keys)
@@ -69,9 +89,7 @@ def _rule(where, target, rule, engine):
     if target == "class" and value not in CLASSES:
         raise UsageError(f"{where}: class must be one of {', '.join(CLASSES)}")
     if pattern is not None:
-        problem = _pattern_problem(pattern, engine)
-        if problem:
-            raise UsageError(f"{where}: bad pattern {reprlib.repr(pattern)}: {problem}")
+        check_pattern(where, pattern)
     return target, category, pattern, value
 
 
@@ -80,23 +98,42 @@ def _rule(where, target, rule, engine):
 _NOT_JAVA = re.compile(r"\(\?P<|(?<!\\)\\C|\[:\^?[a-z]+:\]|\(\?[a-zA-Z-]*U")
 
 
-def _pattern_problem(pattern, engine):
+def _pattern_problem(pattern):
     """Why `pattern` cannot classify kernels, or None. DuckDB runs it with RE2 (regexp_matches),
-    Spark with Java's java.util.regex (the transpiled SQL). RE2 is the stricter: it refuses
-    lookaround and backreferences, which Java (and Python's re) accept, so RE2 is the check,
-    here DuckDB's own (`engine`); the few RE2 forms Java refuses or reads otherwise are
-    refused besides, and so is deep nesting, which Java refuses (RE2 does not)."""
+    Spark with Java's java.util.regex (the transpiled SQL), the ingest with RE2 too
+    (`matches`). RE2 is the stricter: it refuses lookaround and backreferences, which Java
+    (and Python's re) accept, so RE2 is the check; the few RE2 forms Java refuses or reads
+    otherwise are refused besides, and so is deep nesting, which Java refuses (RE2 does not)."""
     if _nesting(pattern) > MAX_NESTING:
         return f"groups nest more than {MAX_NESTING} deep"
     unlike = _NOT_JAVA.search(pattern)
     if unlike:
         return f"{unlike.group()!r} is not read alike by DuckDB's RE2 and Spark's Java regex"
     try:
-        engine.execute("SELECT regexp_matches('', ?)", [pattern])
-    except duckdb.Error as error:
-        return (str(error).removeprefix("Invalid Input Error: ")
-                + " (patterns are RE2: no lookaround, no backreferences)")
+        _compiled(pattern)
+    except re2.error as error:
+        message = error.args[0] if error.args else "not a regular expression"
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        return f"{message} (patterns are RE2: no lookaround, no backreferences)"
     return None
+
+
+def matches(pattern, text):
+    """Whether RE2, the engine of DuckDB's regexp_matches, finds `pattern` in `text`: the one
+    matcher outside SQL (the ingest classifies kernels with it), so a rule means the same at
+    ingest and in the views. RE2 is a C++ library without threads of its own: safe in the
+    ingest's forked workers, where a DuckDB connection is not."""
+    return _compiled(pattern).search(text) is not None
+
+
+_QUIET = re2.Options()
+_QUIET.log_errors = False  # a bad pattern is the UsageError's one line, not a log line too
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern):
+    return re2.compile(pattern, options=_QUIET)
 
 
 def _nesting(pattern):

@@ -33,12 +33,11 @@ from pathlib import Path
 
 import torch
 
-from tracewh.ingest.pipeline import ingest_paths
+from tracewh.ingest.pipeline import ingest_options, ingest_paths
 
 from .catalog import Catalog
 from .derived import refresh_derived
 from .errors import RefreshInterrupted, printable
-from .ingesting import ingest_options
 from .names import check_name
 
 LOG = logging.getLogger(__name__)
@@ -103,7 +102,7 @@ class _TraceHandler:
 
     def _ingest(self, path, options):
         """Commit the trace, then derive the marts; None, or why the trace was not committed.
-        Not `ingesting.ingest_files`: a refresh that fails leaves the trace committed (that
+        Not `Warehouse.ingest_files`: a refresh that fails leaves the trace committed (that
         only warns, nothing to spool), and its allocator tuning is for short-lived processes."""
         [outcome] = ingest_paths(self.catalog, [path], options)
         if outcome.status == "failed":

@@ -4,15 +4,15 @@ import sys
 
 import click
 
-from ..diff import DIFF_READS, KEYS, DiffOptions, diff_runs, render_diff
-from ..query import connect_to_runs
-from .options import RULES_OPTION, echo, phase_option
+from ..diff import KEYS, DiffOptions, render_diff
+from .options import RULES_OPTION, echo, pass_warehouse, phase_option
 
 
 @click.command()
 @click.argument("base")
 @click.argument("new")
-@phase_option("Compare this phase only (case does not matter).")
+@phase_option("Compare this phase only (case does not matter); the phase of a side that names "
+              "none.")
 @click.option("--rank", type=click.IntRange(min=0), help="Compare this rank only.")
 @click.option("--threshold", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Percent a kernel's total time (or a metric) must move to count; for "
@@ -20,8 +20,10 @@ from .options import RULES_OPTION, echo, phase_option
 @click.option("--min-ns", type=click.IntRange(min=0), default=10000, show_default=True,
               help="Noise floor: smaller moves in ns never count.")
 @click.option("--by", type=click.Choice(KEYS), default="name", show_default=True,
-              help="Match kernels by full name, by short name (other builds, other hardware) "
-                   "or compare classes.")
+              help="Match kernels by full name, by short name (other builds, other hardware), "
+                   "compare classes, operators (op: each cpu_op name's calls and self GPU "
+                   "time, what it launched itself; '(no op)' for the rest), or collectives by "
+                   "kind and size (with each side's median bus bandwidth).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]),
               default="table", show_default=True,
               help="json is the contract for scripts; markdown reads well in a PR comment; csv "
@@ -29,14 +31,20 @@ from .options import RULES_OPTION, echo, phase_option
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a kernel or a metric regressed.")
 @RULES_OPTION
-@click.pass_obj
-def diff(catalog, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_regression,
+@pass_warehouse
+def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_regression,
          rules):
     """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
 
+    Either side may be RUN:PHASE (run and phase names hold no colon): infer:prefill
+    infer:decode compares two phases of one run, a:prefill b:decode phases of two runs. A
+    side without a phase takes --phase, else the other side's phase, else every phase. When
+    the sides are different phases, a metric's phase reads prefill->decode.
+
     Per kernel: count, total, mean, p50, p90 on both sides, delta and a status (added,
     removed, regressed, improved, unchanged). Per phase and rank: overlap_ratio,
-    exposed_comm_ns, step_time_ns and gpu_idle_ns, with the same statuses. Runs that do not
+    exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps and collective_wait_ns, with the
+    same statuses. Runs that do not
     have the same ranks are compared by per-rank medians. Exit status: 0 no regression (or no
     --fail-on-regression), 1 a regression, 2 a usage or input error (an unknown run, or a
     --phase or --rank that a run does not have).
@@ -44,10 +52,12 @@ def diff(catalog, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_re
     \b
     Nightly gate:
       tracewh diff nightly-1128 nightly-1129 --fail-on-regression --format markdown > diff.md
+      tracewh diff nightly-1128 nightly-1129 --by op     # "aten::mm +25%"
+    Prefill against decode of one run:
+      tracewh diff infer:prefill infer:decode
     """
     options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
-    connection = connect_to_runs(catalog.root, [base, new], rules, reads=DIFF_READS)
-    report = diff_runs(connection, base, new, options)
+    report = warehouse.with_rules(rules).diff_report(base, new, options)
     echo(render_diff(report, fmt))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

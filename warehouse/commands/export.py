@@ -4,9 +4,8 @@ import click
 
 from ..errors import UsageError
 from ..export import WindowChoice, export_window, resolve_window
-from ..query import connect_to_runs
 from ..scope import choose_phase
-from .options import phase_option
+from .options import pass_warehouse, phase_option
 
 
 @click.command(short_help="A capture, or a window of it, as Chrome-trace JSON for Perfetto.")
@@ -24,8 +23,8 @@ from .options import phase_option
               help="The capture, when the rank has several (traces.trace_id).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
               help="Output file: .json, or .json.gz to compress.")
-@click.pass_obj
-def export(catalog, run, rank, phase, step, annotation, occurrence, from_ns, to_ns, trace_id,
+@pass_warehouse
+def export(warehouse, run, rank, phase, step, annotation, occurrence, from_ns, to_ns, trace_id,
            out_path):
     """Write RUN's events of one rank as Chrome-trace JSON that Perfetto (ui.perfetto.dev) and
     chrome://tracing open: the whole capture, or the window of a step, an annotation or two
@@ -52,10 +51,10 @@ def export(catalog, run, rank, phase, step, annotation, occurrence, from_ns, to_
         raise UsageError("--from-ns and --to-ns go together")
     if occurrence is not None and step is None and annotation is None:
         raise UsageError("--occurrence picks a repeated --step or --annotation")
-    connection = connect_to_runs(catalog.root, [run])
-    phase = choose_phase(connection, run, phase, rank)
-    window = resolve_window(connection, run, phase, rank, WindowChoice(
-        step, annotation, occurrence, from_ns, to_ns, trace_id))
-    events = export_window(connection, window, out_path)
+    with warehouse.connect_to_runs([run]) as connection:
+        phase = choose_phase(connection, run, phase, rank)
+        window = resolve_window(connection, run, phase, rank, WindowChoice(
+            step, annotation, occurrence, from_ns, to_ns, trace_id))
+        events = export_window(connection, window, out_path)
     click.echo(f"wrote {events:,} events of run {run}, phase {phase}, rank {rank} "
                f"({window.label}, capture {window.trace_id}) to {out_path}")

@@ -10,13 +10,14 @@ from collections import defaultdict
 import click
 
 from tracewh.ingest.jobs import mixed_job_warnings
+from tracewh.ingest.pipeline import ingest_options
 from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
 from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
 
 from ..cli import STARTED
-from ..ingesting import ingest_files, ingest_options
 from ..names import RANK_MAX, parse_tag
-from .options import ByteSize, exit_after_follow_up, phase_option, work_then_follow_up
+from .options import (ByteSize, exit_after_follow_up, pass_warehouse, phase_option,
+                      work_then_follow_up)
 
 
 @click.command()
@@ -46,8 +47,8 @@ from .options import ByteSize, exit_after_follow_up, phase_option, work_then_fol
                    f"{GZIP_RATIO_LIMIT}x a gzipped file's size, at least "
                    f"{format_size(GZIP_LIMIT_FLOOR)}; none for plain files; env "
                    "TRACEWH_MAX_JSON_SIZE].")
-@click.pass_obj
-def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets,
+@pass_warehouse
+def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets,
            max_event_size, max_json_size):
     """Ingest trace files into the warehouse.
 
@@ -69,15 +70,15 @@ def ingest(catalog, paths, run, phase, rank, tags, jobs, replace, strict, keep_s
     options = ingest_options(run, phase, rank, dict(parse_tag(t) for t in tags), replace,
                              strict, keep_secrets, jobs, max_event_size=max_event_size,
                              max_json_size=max_json_size)
-    catalog.check_not_foreign()
+    warehouse.writable()  # before reading what may be thousands of paths
     files = expand_inputs(paths)
     with _progress(files) as progress:
         outcomes, follow_up = work_then_follow_up(
-            lambda: ingest_files(catalog, files, options, **progress))
+            lambda: warehouse.ingest_files(files, options, **progress))
     started = click.get_current_context().meta.get(STARTED)
     failed = _report_ingest(outcomes, options.tags,
                             None if started is None else time.monotonic() - started)
-    for line in mixed_job_warnings(outcomes, run_given=run is not None):
+    for line in mixed_job_warnings(outcomes, run_given=run is not None, run_option="--run"):
         click.echo(f"warning: {line}", err=True)
     exit_after_follow_up(follow_up, failed)
 
@@ -112,7 +113,7 @@ def _report_ingest(outcomes, tags, seconds):
     for outcome in outcomes:
         if outcome.status == "failed":
             failed += 1
-            click.echo(f"error: {outcome.error}", err=True)
+            click.echo(f"error: {outcome.cli_error or outcome.error}", err=True)
             continue
         if outcome.status == "skipped":
             skipped += 1

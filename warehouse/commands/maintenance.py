@@ -12,7 +12,7 @@ from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
 from ..integrity import check_counts
 from ..names import check_name
-from .options import exit_after_follow_up, phase_option, work_then_follow_up
+from .options import exit_after_follow_up, pass_warehouse, phase_option, work_then_follow_up
 
 
 @click.command()
@@ -20,8 +20,8 @@ from .options import exit_after_follow_up, phase_option, work_then_follow_up
               default=maintenance.DEFAULT_RETAIN_HOURS, show_default=True, metavar="HOURS",
               help="Keep files retired less than HOURS ago: queries and other engines still "
                    "reading an older snapshot need them.")
-@click.pass_obj
-def vacuum(catalog, retain_hours):
+@pass_warehouse
+def vacuum(warehouse, retain_hours):
     """Delete the files no current snapshot reads.
 
     A --replace, an optimize or an interrupted ingest retires files without deleting them,
@@ -29,7 +29,7 @@ def vacuum(catalog, retain_hours):
     deletes those retired more than HOURS ago, and files of ingests killed before their
     commit. Delta's own VACUUM, for every table.
     """
-    catalog.check_readable()
+    catalog = warehouse.readable()
     result, follow_up = work_then_follow_up(lambda: maintenance.vacuum(catalog, retain_hours))
     click.echo(f"deleted {result.files:,} files ({result.bytes / 1e6:,.1f} MB) retired more "
                f"than {retain_hours} h ago")
@@ -38,15 +38,15 @@ def vacuum(catalog, retain_hours):
 
 @click.command()
 @click.option("--run", help="Optimize this run only [default: all runs].")
-@click.pass_obj
-def optimize(catalog, run):
+@pass_warehouse
+def optimize(warehouse, run):
     """Merge each trace's small files into few large ones.
 
     A large trace is written one file per chunk of events; this merges them, per table and
     trace, into files of up to 128 MB. Rows and their order are unchanged; the files merged
     stay on disk for readers of older snapshots until `tracewh vacuum`.
     """
-    catalog.check_readable()
+    catalog = warehouse.readable()
     result, follow_up = work_then_follow_up(
         lambda: maintenance.optimize(catalog, check_name("run", run) if run else None))
     click.echo(f"merged {result.files_removed:,} files into {result.files_added:,} "
@@ -55,8 +55,8 @@ def optimize(catalog, run):
 
 
 @click.command()
-@click.pass_obj
-def refresh(catalog):
+@pass_warehouse
+def refresh(warehouse):
     """Bring the marts and tracewh.duckdb up to date with the tables.
 
     Every ingest, optimize and vacuum does this itself, for the runs it changed: run it after
@@ -65,12 +65,11 @@ def refresh(catalog):
     logs against the traces they hold, rebuilds a damaged tracewh.duckdb, and recreates a
     deleted _tracewh/.
     """
-    if catalog.restore_state():
+    if warehouse.catalog.restore_state():
         click.echo(f"recreated {STATE_DIR}/, which was gone (the kernel rules it held, if any, "
                    f"must be put back as {STATE_DIR}/kernel_rules.toml)", err=True)
-    catalog.check_readable()
-    check_counts(catalog.root, catalog.snapshot())
-    result = refresh_derived(catalog)
+    check_counts(warehouse.readable().root, warehouse.snapshot)
+    result = refresh_derived(warehouse.catalog)
     if result.up_to_date:
         click.echo(f"up to date: marts/ and {FILE_NAME} were derived from the newest snapshot")
         return
@@ -83,8 +82,8 @@ def refresh(catalog):
 @click.argument("run")
 @phase_option("Delete this phase of the run only [default: every phase].")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
-@click.pass_obj
-def delete(catalog, run, phase, yes):
+@pass_warehouse
+def delete(warehouse, run, phase, yes):
     """Remove a run (or one phase of it) from every table and mart.
 
     One commit per table removes its files from the snapshot: queries, marts and
@@ -97,7 +96,7 @@ def delete(catalog, run, phase, yes):
       tracewh delete mixed-up-run
       tracewh delete nightly-2026-11-29 --phase eval --yes
     """
-    catalog.check_readable()
+    catalog = warehouse.readable()
     run = check_name("run", run)
     what = f"run {run}" + (f", phase {phase}" if phase else "")
     if not yes and on_terminal():
@@ -115,8 +114,8 @@ def on_terminal():
 
 
 @click.command()
-@click.pass_obj
-def repair(catalog):
+@pass_warehouse
+def repair(warehouse):
     """Remove the traces filed under a rank Delta cannot read.
 
     An earlier tracewh accepted ranks beyond 2147483647 (from --rank or a number in the file
@@ -124,7 +123,7 @@ def repair(catalog):
     fails on the table, saying so. This removes those traces (every other stays as it was)
     and says which files to ingest again, with --rank.
     """
-    catalog.check_readable()
+    catalog = warehouse.readable()
     result, follow_up = work_then_follow_up(lambda: maintenance.repair(catalog))
     if not result.traces:
         click.echo("nothing to repair: Delta can read every partition value")

@@ -1,5 +1,6 @@
 """Options and output shared by several commands."""
 
+import functools
 import re
 import sys
 
@@ -16,6 +17,27 @@ RULES_OPTION = click.option(
     "--rules", type=click.Path(exists=True, dir_okay=False),
     help="TOML file of kernel classification rules, tried before the defaults "
          "(see sql/kernel_rules.toml).")
+
+PEAKS_OPTION = click.option(
+    "--peaks", type=click.Path(exists=True, dir_okay=False),
+    help="TOML file of device peaks (TFLOPS per data type, memory TB/s) for op_perf's "
+         "roofline, tried before the defaults (see sql/device_peaks.toml).")
+
+
+def pass_warehouse(command):
+    """Call `command` with the Warehouse of --warehouse (`api.Warehouse`) first: made at the
+    first command that asks for it, and kept as ctx.obj. `tables` and `--help` need none, nor
+    the DuckDB that comes with it."""
+    @functools.wraps(command)
+    def with_warehouse(*args, **kwargs):
+        from ..api import Warehouse
+
+        ctx = click.get_current_context().find_root()
+        if not isinstance(ctx.obj, Warehouse):
+            ctx.obj = Warehouse(ctx.obj)
+        return command(ctx.obj, *args, **kwargs)
+
+    return with_warehouse
 
 
 def _checked_phase(_ctx, _param, value):
@@ -44,10 +66,9 @@ class ByteSize(click.ParamType):
 
 
 def echo(text, out_path=None):
-    """Print `text` as is, or write it to `out_path`."""
+    """Print `text` as is, or write it to `out_path` (whole or not at all)."""
     if out_path:
-        with open(out_path, "w") as handle:
-            handle.write(text)
+        output.write_atomically(out_path, lambda temporary: temporary.write_text(text))
     else:
         click.echo(text, nl=False)
 
@@ -65,6 +86,6 @@ def work_then_follow_up(work):
 def exit_after_follow_up(follow_up, failed=False):
     """Print the follow-up's error line, and exit 2 when it failed or the work did."""
     if follow_up is not None:
-        click.echo(f"error: {follow_up}", err=True)
+        click.echo(f"error: {follow_up.cli_message()}", err=True)
     if failed or follow_up is not None:
         sys.exit(2)

@@ -5,8 +5,7 @@ import sys
 import click
 
 from .. import output
-from ..query import list_runs, query_to_parquet, query_warehouse
-from .options import FORMAT_OPTION, RULES_OPTION, echo
+from .options import FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, echo, pass_warehouse
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
 TERMINAL_ROWS = 40
@@ -28,8 +27,9 @@ TERMINAL_ROWS = 40
                    "(COPY, ATTACH, INSTALL, SET...) and files and URLs outside the "
                    "warehouse's tables, which a query otherwise cannot read.")
 @RULES_OPTION
-@click.pass_obj
-def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
+@PEAKS_OPTION
+@pass_warehouse
+def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
     """Run SQL over every table and view; print the result.
 
     SQL is one or more statements; `-` reads them from stdin. A table (or Markdown) shows the
@@ -44,11 +44,12 @@ def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
     """
     if sql == "-":
         sql = sys.stdin.read()
+    warehouse = warehouse.with_rules(rules).with_peaks(peaks)
     if out_path is not None and out_path.endswith(".parquet"):
-        rows = query_to_parquet(catalog.root, sql, out_path, rules, allow_write=allow_write)
+        rows = warehouse.query_to_parquet(sql, out_path, allow_write=allow_write)
         click.echo(f"wrote {rows:,} rows to {out_path}", err=True)
         return
-    results = query_warehouse(catalog.root, sql, rules, allow_write=allow_write)
+    results = warehouse.query(sql, allow_write=allow_write)
     if max_rows is None:
         max_rows = TERMINAL_ROWS if out_path is None and sys.stdout.isatty() else 0
     if fmt in ("table", "markdown"):
@@ -64,8 +65,8 @@ def query(catalog, sql, fmt, out_path, max_rows, allow_write, rules):
 
 @click.command()
 @FORMAT_OPTION
-@click.pass_obj
-def runs(catalog, fmt):
+@pass_warehouse
+def runs(warehouse, fmt):
     """List the runs: phases, ranks, files, events and tags."""
-    columns, rows = list_runs(catalog.root)
+    columns, rows = warehouse.runs_table()
     echo(output.render(columns, rows, fmt))

@@ -4,10 +4,12 @@ import json
 
 import click
 
+from .options import pass_warehouse
+
 
 @click.command()
-@click.pass_obj
-def snapshot(catalog):
+@pass_warehouse
+def snapshot(warehouse):
     """Print the Delta version of every table in the newest consistent snapshot, as JSON.
 
     Engines that read the tables directly see each table's newest version; reading each at
@@ -19,7 +21,6 @@ def snapshot(catalog):
       polars:  pl.scan_delta("wh/kernels", version=versions["kernels"])
       Spark:   spark.read.format("delta").option("versionAsOf", v).load("wh/kernels")
     """
-    catalog.check_readable()
-    state = catalog.snapshot()
+    state = warehouse.snapshot
     click.echo(json.dumps({"seq": state.seq, "versions": dict(sorted(state.versions.items()))},
                           indent=1))

@@ -2,15 +2,13 @@
 
 import click
 
-from tracewh.ingest.schema import PARTITION_COLUMNS, TABLES
-
 from ..errors import UsageError
+from ..schema import PARTITION_COLUMNS, TABLES
 
 
 @click.command()
 @click.argument("name", required=False)
-@click.pass_obj
-def tables(catalog, name):
+def tables(name):
     """Describe the tables and their columns (or one table, NAME)."""
     chosen = [TABLES[name]] if name in TABLES else list(TABLES.values())
     if name and name not in TABLES:

@@ -3,9 +3,8 @@
 import click
 
 from .. import output
-from ..diff import trend_in_warehouse
 from ..names import parse_tag
-from .options import FORMAT_OPTION, echo, phase_option
+from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option
 
 
 @click.command(name="trend")
@@ -17,20 +16,22 @@ from .options import FORMAT_OPTION, echo, phase_option
                    "order.")
 @phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
-@click.pass_obj
-def trend_command(catalog, metric, last, tag, order_by_tag, phase, fmt):
+@pass_warehouse
+def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     """Follow METRIC across runs: drift over many nights, not just two.
 
-    METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, or kernel:NAME (a
-    kernel's total time, by full or short name). One row per run and phase: the median over
-    ranks, with the min and max.
+    METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
+    bandwidth of the collectives), collective_wait_ns (time ranks waited for the last one),
+    kernel:NAME (a kernel's total time, by full or short name) or op:NAME (an operator's self
+    GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
+    and phase: the median over ranks, with the min and max.
 
     \b
     Examples:
       tracewh trend overlap_ratio --last 30
       tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
+      tracewh trend op:aten::mm --last 14
     """
-    columns, rows = trend_in_warehouse(catalog.root, metric, last=last,
-                                       tag=parse_tag(tag) if tag else None,
-                                       order_by_tag=order_by_tag, phase=phase)
+    columns, rows = warehouse.trend_rows(metric, last=last, tag=parse_tag(tag) if tag else None,
+                                         order_by_tag=order_by_tag, phase=phase)
     echo(output.render(columns, rows, fmt))

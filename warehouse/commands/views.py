@@ -6,9 +6,8 @@ import click
 
 from ..dialects import DIALECTS, script, script_text, transpile
 from ..errors import UsageError
-from ..query import library
-from ..rules import effective_rules
-from .options import RULES_OPTION
+from ..library import public_library
+from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse
 
 
 @click.command()
@@ -17,12 +16,14 @@ from .options import RULES_OPTION
               help="Print the views' SQL, transpiled to this dialect by sqlglot.")
 @click.option("--script", "as_script", is_flag=True,
               help="Print one runnable script (duckdb or spark) that defines the warehouse's "
-                   "tables at its newest snapshot, the rules table, then every view and "
+                   "tables at its newest snapshot, the rules and device peaks tables, then "
+                   "every view and "
                    "macro in dependency order.")
 @RULES_OPTION
-@click.pass_obj
-def views(catalog, name, dialect, as_script, rules):
-    """List the SQL library's views with their descriptions (or print their SQL).
+@PEAKS_OPTION
+@pass_warehouse
+def views(warehouse, name, dialect, as_script, rules, peaks):
+    """List the SQL library's public views with their purpose (or print their SQL).
 
     Spark gets temporary views, and SQL table functions for the table macros (Spark 4);
     percentiles stay exact in every dialect (the nearest-rank value, never an approximation).
@@ -34,17 +35,17 @@ def views(catalog, name, dialect, as_script, rules):
       tracewh views --dialect spark --script > tracewh.sql && spark-sql -f tracewh.sql
       tracewh views --dialect duckdb --script | duckdb
     """
-    modules = library()
+    modules = public_library()
     if name is not None and name not in modules:
         raise UsageError(f"no view {name!r}; views: {', '.join(modules)}")
     if as_script:
         if name is not None or dialect is None:
             raise UsageError("--script prints the whole library: give --dialect duckdb or "
                              "spark, and no view name")
-        catalog.check_readable()
-        root = catalog.root.resolve()
-        click.echo(script_text(script(dialect, catalog.snapshot(), root,
-                                      effective_rules(root, rules))), nl=False)
+        warehouse = warehouse.with_rules(rules).with_peaks(peaks)
+        click.echo(script_text(script(dialect, warehouse.snapshot, warehouse.path.resolve(),
+                                      warehouse.kernel_rules, warehouse.device_peaks)),
+                   nl=False)
         return
     chosen = {name: modules[name]} if name else modules
     if dialect is None and name is None:

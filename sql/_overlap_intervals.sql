@@ -1,5 +1,5 @@
 -- Kernel intervals grouped for the overlap views: one row per interval and window it counts
--- in. Helper of `overlap_windows`; rarely queried directly.
+-- in. Helper of `_overlap_windows`; rarely queried directly.
 --
 -- Scopes and their windows (the whole-rank figures are in `rank_gpu_time`):
 --   step         each ProfilerStep#N instance on the CPU, every step kept
@@ -9,6 +9,8 @@
 -- own start, if it has no launch) falls in the window. Sides: for step and annotation,
 -- `first` is communication and `second` computation; for stream_pair, the kernels
 -- (communication or computation) of the first and of the second stream.
+--
+-- Reads: cpu_ops, kernel_classes, kernel_launches
 --
 -- Columns:
 --   run, phase, rank    partition
@@ -23,7 +25,7 @@
 --
 -- Steps and annotations share one branch, their scope derived from the window's name, so a
 -- filter on `scope` still reaches the cpu_ops scan; stream pairs are a branch of their own.
-CREATE OR REPLACE VIEW overlap_intervals AS
+CREATE OR REPLACE VIEW _overlap_intervals AS
 SELECT w.run, w.phase, w.rank, w.scope, w.trace_id, w.window_index, w.window_name,
        w.window_start_ns, w.window_end_ns,
        CASE WHEN k.class = 'communication' THEN 'first' ELSE 'second' END AS side,

@@ -3,13 +3,19 @@
 One table per event family, so every input event lands in exactly one of them, plus `traces`
 (one row per ingested file) and `devices`. Files hold standard Parquet types only (int64, int32,
 double, string, list<string>, timestamp[us, UTC]); the partition columns run, phase and rank live
-in the Hive paths `<table>/run=<run>/phase=<phase>/rank=<rank>/<trace_id>.parquet`, not in the
-files, as Spark, Trino and Hive expect.
+in the Hive paths of `layout`, not in the files, as Spark, Trino and Hive expect.
+
+This is the warehouse's central contract: every layer reads it, the ingest writes to it.
 """
 
 from dataclasses import dataclass
 
 import pyarrow as pa
+
+# The `traces` columns copied from a trace's top-level keys of the same names (versions of
+# the profiler's libraries): the ingest reads them, an export writes them back.
+VERSION_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version",
+                "roctracer_version", "hip_runtime_version")
 
 PARTITION_COLUMNS = (
     ("run", pa.string(), "run name (partition)"),

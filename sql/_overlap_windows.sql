@@ -1,4 +1,4 @@
--- Union lengths of the two sides of `overlap_intervals`, per window: how long the first side,
+-- Union lengths of the two sides of `_overlap_intervals`, per window: how long the first side,
 -- the second side, and both together cover, and their intersection. Helper of the overlap
 -- views.
 --
@@ -6,9 +6,15 @@
 -- part of it past the furthest end seen so far on its side (and overall). Integer
 -- nanoseconds throughout.
 --
+-- Reads: _overlap_intervals
+--
 -- Columns:
---   run, phase, rank, scope, trace_id, window_index, window_name, window_start_ns,
---   window_end_ns      as in overlap_intervals
+--   run, phase, rank   partition
+--   scope              step, annotation or stream_pair
+--   trace_id           the trace holding the window (NULL for stream pairs)
+--   window_index       the window's event in cpu_ops (NULL for stream pairs)
+--   window_name        the step or annotation name; the two streams, comma-separated
+--   window_start_ns, window_end_ns   the window on the CPU, ns (NULL for stream pairs)
 --   first_ns           length of the union of the first side
 --   second_ns          length of the union of the second side
 --   union_ns           length of the union of both
@@ -16,7 +22,7 @@
 --   export_command     the `tracewh export` command that writes the window's events as
 --                      Chrome-trace JSON for Perfetto (NULL for stream pairs, which have no
 --                      window)
-CREATE OR REPLACE VIEW overlap_windows AS
+CREATE OR REPLACE VIEW _overlap_windows AS
 WITH ordered AS (
   SELECT *,
          max(CASE WHEN side = 'first' THEN end_ns END) OVER (
@@ -31,7 +37,7 @@ WITH ordered AS (
            PARTITION BY run, phase, rank, scope, trace_id, window_index, window_name
            ORDER BY start_ns, end_ns
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS any_until
-  FROM overlap_intervals
+  FROM _overlap_intervals
 ),
 lengths AS (
   SELECT run, phase, rank, scope, trace_id, window_index, window_name, window_start_ns,

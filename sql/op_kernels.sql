@@ -1,0 +1,123 @@
+-- Which operator, module and annotation launched each piece of GPU activity: one row per
+-- kernel, memcpy and memset (not gpu_user_annotation ranges, not cuda_sync).
+--
+-- The launch is the runtime or driver call of the same trace with the activity's correlation
+-- id (the earliest, when several carry it; a CUDA graph launch carries one correlation for
+-- all its kernels, which all go to the launch's op). The op is the innermost cpu_op
+-- enclosing the launch on its thread (_host_layers, layer cpu_op), top_op the outermost;
+-- module the innermost `nn.Module: ...` python_function frame, annotation the innermost
+-- user_annotation (ProfilerStep#N is one too). Without an enclosing op, an op of the same
+-- trace with the activity's External id (the one started last, then the latest in the file)
+-- stands in. Correlation and External ids are never matched across trace_id.
+--
+-- Reads: kernel_classes, runtime, cpu_ops, _host_layers
+--
+-- Columns:
+--   run, phase, rank        partition
+--   trace_id                the trace
+--   event_index             the GPU activity's event in kernels
+--   category                kernel, gpu_memcpy or gpu_memset
+--   name                    its name
+--   ts_ns                   start on the GPU, ns
+--   dur_ns                  duration, ns (NULL when it has none)
+--   device, stream          where it ran
+--   correlation             its correlation id
+--   class                   communication, computation, memory or other (kernel rules)
+--   launch_event_index      the launch's event in runtime (NULL: no launch in the trace)
+--   launch                  the launch's name (cudaLaunchKernel, cudaGraphLaunch, ...)
+--   launch_tid              the thread that launched it
+--   op_event_index          the cpu_op it is attributed to (NULL: none)
+--   op_name                 that op's name
+--   top_op_event_index      the outermost cpu_op enclosing that op (the op itself at top)
+--   top_op_name             its name
+--   module                  the innermost nn.Module around the launch, without the
+--                           `nn.Module: ` prefix (Linear_0)
+--   module_event_index      that python_function event
+--   annotation              the innermost user_annotation around the launch
+--   annotation_event_index  that event
+--   link                    containment (an op encloses the launch), external_id (no
+--                           enclosing op; an op with its External id), runtime_only (a
+--                           launch, no op) or unlaunched (no launch in the trace, no op)
+CREATE OR REPLACE VIEW op_kernels AS
+WITH launches AS (
+  SELECT run, phase, rank, trace_id, correlation, event_index AS launch_event_index,
+         name AS launch, tid AS launch_tid
+  FROM (SELECT *, row_number() OVER (
+                    PARTITION BY run, phase, rank, trace_id, correlation
+                    ORDER BY ts_ns, event_index) AS nth
+        FROM runtime
+        WHERE correlation IS NOT NULL AND correlation <> 0) AS r
+  WHERE nth = 1
+),
+placed AS (
+  SELECT run, phase, rank, trace_id, event_index, layer, parent_event_index,
+         top_event_index
+  FROM _host_layers
+  WHERE source = 'runtime' AND layer IN ('cpu_op', 'module', 'annotation')
+),
+external_ops AS (
+  SELECT run, phase, rank, trace_id, external_id, event_index AS op_event_index
+  FROM (SELECT *, row_number() OVER (
+                    PARTITION BY run, phase, rank, trace_id, external_id
+                    ORDER BY ts_ns DESC, event_index DESC) AS nth
+        FROM cpu_ops
+        WHERE category = 'cpu_op' AND external_id IS NOT NULL AND external_id <> 0) AS c
+  WHERE nth = 1
+),
+linked AS (
+  SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
+         k.dur_ns, k.device, k.stream, k.correlation, k.class, l.launch_event_index,
+         l.launch, l.launch_tid,
+         coalesce(o.parent_event_index, x.op_event_index) AS op_event_index,
+         m.parent_event_index AS module_event_index,
+         a.parent_event_index AS annotation_event_index,
+         CASE WHEN o.parent_event_index IS NOT NULL THEN 'containment'
+              WHEN x.op_event_index IS NOT NULL THEN 'external_id'
+              WHEN l.launch_event_index IS NOT NULL THEN 'runtime_only'
+              ELSE 'unlaunched' END AS link
+  FROM kernel_classes AS k
+  LEFT JOIN launches AS l
+    ON l.run = k.run AND l.phase = k.phase AND l.rank = k.rank AND l.trace_id = k.trace_id
+   AND l.correlation = k.correlation
+  LEFT JOIN placed AS o
+    ON o.layer = 'cpu_op' AND o.run = k.run AND o.phase = k.phase AND o.rank = k.rank
+   AND o.trace_id = k.trace_id AND o.event_index = l.launch_event_index
+  LEFT JOIN placed AS m
+    ON m.layer = 'module' AND m.run = k.run AND m.phase = k.phase AND m.rank = k.rank
+   AND m.trace_id = k.trace_id AND m.event_index = l.launch_event_index
+  LEFT JOIN placed AS a
+    ON a.layer = 'annotation' AND a.run = k.run AND a.phase = k.phase AND a.rank = k.rank
+   AND a.trace_id = k.trace_id AND a.event_index = l.launch_event_index
+  LEFT JOIN external_ops AS x
+    ON o.parent_event_index IS NULL AND x.run = k.run AND x.phase = k.phase
+   AND x.rank = k.rank AND x.trace_id = k.trace_id AND x.external_id = k.external_id
+  WHERE k.category IN ('kernel', 'gpu_memcpy', 'gpu_memset')
+),
+ops AS (
+  SELECT run, phase, rank, trace_id, event_index, name, top_event_index
+  FROM _host_layers
+  WHERE layer = 'cpu_op' AND member
+),
+named AS (
+  SELECT run, phase, rank, trace_id, event_index, name
+  FROM cpu_ops
+)
+SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
+       k.dur_ns, k.device, k.stream, k.correlation, k.class, k.launch_event_index, k.launch,
+       k.launch_tid, k.op_event_index, o.name AS op_name,
+       o.top_event_index AS top_op_event_index, t.name AS top_op_name,
+       CASE WHEN m.name LIKE 'nn.Module: %' THEN substr(m.name, 12) ELSE m.name END AS module,
+       k.module_event_index, a.name AS annotation, k.annotation_event_index, k.link
+FROM linked AS k
+LEFT JOIN ops AS o
+  ON o.run = k.run AND o.phase = k.phase AND o.rank = k.rank AND o.trace_id = k.trace_id
+ AND o.event_index = k.op_event_index
+LEFT JOIN named AS t
+  ON t.run = k.run AND t.phase = k.phase AND t.rank = k.rank AND t.trace_id = k.trace_id
+ AND t.event_index = o.top_event_index
+LEFT JOIN named AS m
+  ON m.run = k.run AND m.phase = k.phase AND m.rank = k.rank AND m.trace_id = k.trace_id
+ AND m.event_index = k.module_event_index
+LEFT JOIN named AS a
+  ON a.run = k.run AND a.phase = k.phase AND a.rank = k.rank AND a.trace_id = k.trace_id
+ AND a.event_index = k.annotation_event_index;

@@ -1,0 +1,447 @@
+"""op_perf and its models: FLOPs and bytes per call against a pure-Python reference and
+TraceLens's published figures, the device peaks and their checks, the roofline."""
+
+import ast
+import csv
+import json
+import math
+import re
+import tomllib
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracewh.cli import cli
+
+from .conftest import ROOT, SHARED, load_reference, require
+from .reference import op_model
+
+TRACELENS = Path(__file__).resolve().parent / "tracelens"
+FALCON = "Falconsai_nsfw_image_detection__1016002.json.gz"
+TRACES = {"h100": f"tracelens/h100/{FALCON}", "mi300": f"tracelens/mi300/{FALCON}",
+          "resnet": "tracelens/mi300/resnet_act_checkpoint.json.gz"}
+PEAKS = tomllib.loads((ROOT / "sql" / "device_peaks.toml").read_text())["device"]
+# A device of the user's, before the defaults: it takes the MI300X VF of the mi300 trace.
+USER_PEAKS = """
+[[device]]
+name = "MI300X VF, as measured"
+pattern = 'mi300x vf'
+memory_tbs = 4.0
+tflops = { bf16 = 1000.0 }
+source = "a test"
+"""
+
+
+@pytest.fixture(scope="module")
+def perf_warehouse(tmp_path_factory):
+    """One warehouse of the traces with shapes: the Falconsai model on H100 and MI300X
+    (TraceLens publishes its figures for them) and ResNet's forward and backward on MI300X."""
+    paths = {run: require(SHARED / relative) for run, relative in TRACES.items()}
+    root = tmp_path_factory.mktemp("perf") / "wh"
+    runner = CliRunner()
+
+    def tracewh(*args, expect=0):
+        result = runner.invoke(cli, ["--warehouse", str(root), *map(str, args)])
+        assert result.exit_code == expect, (result.output, result.exception)
+        return result
+
+    for run, path in paths.items():
+        tracewh("ingest", path, "--run", run)
+    peaks = root.parent / "peaks.toml"
+    peaks.write_text(USER_PEAKS)
+    tracewh.peaks = peaks
+    tracewh.paths = paths
+    return tracewh
+
+
+def rows(tracewh, sql, *options):
+    return json.loads(tracewh("query", "--format", "json", *options, sql).stdout)
+
+
+@pytest.fixture(scope="module")
+def every_row(perf_warehouse):
+    """op_perf of the three runs, with the user's peaks file (asked once: it builds the op
+    tree of each trace)."""
+    return rows(perf_warehouse, "SELECT * FROM op_perf", "--peaks", perf_warehouse.peaks)
+
+
+@pytest.fixture(scope="module")
+def perf_rows(every_row):
+    """op_perf of the two Falconsai runs."""
+    return [row for row in every_row if row["run"] in ("h100", "mi300")]
+
+
+def test_models_match_the_reference_on_every_call(perf_warehouse, every_row):
+    """Every modeled call of the three traces, FLOPs and bytes, against the formulas written
+    in Python; and no call the reference models is missing."""
+    got = {(r["run"], r["event_index"]): (r["flops"], r["bytes"]) for r in every_row}
+    expected = {}
+    for run, path in perf_warehouse.paths.items():
+        for index, event in enumerate(load_reference(path)["traceEvents"]):
+            model = event.get("cat") == "cpu_op" and op_model(event["name"], event.get("args", {}))
+            if model:
+                expected[(run, index)] = model
+    assert got == expected
+    names = {}
+    for r in every_row:
+        names[(r["run"], r["name"])] = names.get((r["run"], r["name"]), 0) + 1
+    assert names == {("h100", "aten::addmm"): 73, ("mi300", "aten::addmm"): 73,
+                     ("h100", "aten::_scaled_dot_product_flash_attention"): 12,
+                     ("mi300", "aten::_scaled_dot_product_flash_attention"): 12,
+                     ("h100", "aten::convolution"): 1, ("mi300", "aten::convolution"): 1,
+                     ("resnet", "aten::convolution"): 117,
+                     ("resnet", "aten::convolution_backward"): 60,
+                     ("resnet", "aten::addmm"): 3, ("resnet", "aten::mm"): 6}
+
+
+def tracelens_rows(device, table):
+    """TraceLens's rows: (name, Input Dims, calls, flops, bytes, mean TFLOPS/s, kernel µs)."""
+    with open(TRACELENS / f"{device}_{table}.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            yield (row["name"], ast.literal_eval(row["Input Dims_first"]),
+                   int(row["name_count"]), round(float(row["GFLOPS_first"]) * 1e9),
+                   round(float(row["Data Moved (MB)_first"]) * 2 ** 20),
+                   float(row["TFLOPS/s_mean"]), float(row["Kernel Time (µs)_sum"]))
+
+
+def calls_like(perf_rows, run, name, dims):
+    return [r for r in perf_rows
+            if r["run"] == run and r["name"] == name and json.loads(r["shapes"]) == dims]
+
+
+@pytest.mark.parametrize("device", ["h100", "mi300"])
+def test_gemm_and_attention_agree_with_tracelens(perf_rows, device):
+    """Every GEMM and attention call TraceLens lists (73 addmm and 12 flash attention calls
+    per trace): the same FLOPs, bytes and calls; GPU time and mean TFLOPS/s as TraceLens
+    measures them (its µs are floats: 1 ns per call of slack)."""
+    agreed = 0
+    for table in ("GEMM", "SDPA_fwd"):
+        for name, dims, calls, flops, moved, tflops, kernel_us in tracelens_rows(device, table):
+            ours = calls_like(perf_rows, device, name, dims)
+            assert len(ours) == calls
+            assert {(r["flops"], r["bytes"]) for r in ours} == {(flops, moved)}
+            busy = sum(r["gpu_busy_ns"] for r in ours)
+            assert abs(busy - kernel_us * 1000) <= calls
+            mean = sum(r["achieved_tflops"] for r in ours) / calls
+            assert mean == pytest.approx(tflops, rel=1e-4)
+            agreed += calls
+    assert agreed == 85
+
+
+@pytest.mark.parametrize("device", ["h100", "mi300"])
+def test_convolution_counts_the_bias_tracelens_drops(perf_rows, device):
+    """TraceLens takes a bias only when aten::convolution has 3 operands, which it never has
+    (9): tracewh adds the bias's FLOPs (one per output element) and bytes (768 bf16)."""
+    (name, dims, calls, flops, moved, _, kernel_us), = tracelens_rows(device, "CONV_fwd")
+    (ours,) = calls_like(perf_rows, device, name, dims)
+    output_elements = 4 * 768 * 14 * 14  # 224 / 16 = 14 per side, 768 channels, batch 4
+    assert (ours["flops"] - flops, ours["bytes"] - moved) == (output_elements, 768 * 2)
+    assert abs(ours["gpu_busy_ns"] - kernel_us * 1000) <= 1
+
+
+def peak(name, dtype):
+    """(peak TFLOPS, memory TB/s) of the default device `name`, read from the TOML."""
+    (device,) = [d for d in PEAKS if d["name"] == name]
+    return device["tflops"][dtype], device["memory_tbs"]
+
+
+def test_roofline_against_the_device_peaks(perf_rows):
+    """H100 calls against the H100 SXM5's dense bf16 peak and HBM3 bandwidth; the MI300X VF
+    against the user's --peaks device, which comes before the defaults."""
+    for row in perf_rows:
+        device = "NVIDIA H100 SXM5" if row["run"] == "h100" else "MI300X VF, as measured"
+        tflops, tbs = (peak(device, "bf16") if row["run"] == "h100" else (1000.0, 4.0))
+        assert (row["peak_device"], row["peak_tflops"], row["memory_tbs"]) == (device, tflops,
+                                                                             tbs)
+        compute_ns, memory_ns = row["flops"] / (tflops * 1e3), row["bytes"] / (tbs * 1e3)
+        roofline = max(compute_ns, memory_ns)
+        assert row["roofline_ns"] == math.ceil(roofline)
+        assert row["bound"] == ("compute" if compute_ns >= memory_ns else "memory")
+        assert row["pct_of_roofline"] == pytest.approx(100 * roofline / row["gpu_busy_ns"])
+        assert row["achieved_tflops"] == pytest.approx(row["flops"] / row["gpu_busy_ns"] / 1e3)
+        assert row["achieved_tbs"] == pytest.approx(row["bytes"] / row["gpu_busy_ns"] / 1e3)
+        assert row["intensity"] == pytest.approx(row["flops"] / row["bytes"])
+    assert {r["device"] for r in perf_rows} == {"NVIDIA H100 80GB HBM3",
+                                                "AMD Instinct MI300X VF"}
+    # The H100's best GEMM: 788x768 by 768x3072 at about 28% of the dense bf16 peak.
+    best = max((r for r in perf_rows if r["run"] == "h100" and r["family"] == "gemm"),
+               key=lambda r: r["achieved_tflops"])
+    assert json.loads(best["shapes"])[1:3] == [[788, 3072], [3072, 768]]
+    assert 270 < best["achieved_tflops"] < 290 and best["bound"] == "compute"
+
+
+def first_match(device_name):
+    """The default device whose pattern first matches the lower-cased name (Python's re)."""
+    return next((d["name"] for d in PEAKS if re.search(d["pattern"], device_name.lower())),
+                None)
+
+
+def test_default_peaks_name_the_products_of_real_device_names():
+    """Device names as deviceProperties writes them (the shared traces', and the other
+    products') find their product."""
+    names = {"NVIDIA H100 80GB HBM3": "NVIDIA H100 SXM5", "NVIDIA H100 PCIe": "NVIDIA H100 PCIe",
+             "NVIDIA H100 NVL": "NVIDIA H100 NVL", "NVIDIA H800": "NVIDIA H800 SXM5",
+             "NVIDIA H800 PCIe": "NVIDIA H800 PCIe", "NVIDIA H200": "NVIDIA H200 SXM",
+             "NVIDIA H200 NVL": "NVIDIA H200 NVL", "NVIDIA A100-SXM4-80GB": "NVIDIA A100 80GB SXM",
+             "NVIDIA A100 80GB PCIe": "NVIDIA A100 80GB PCIe",
+             "NVIDIA A100-PG509-200": "NVIDIA A100 40GB", "NVIDIA B200": "NVIDIA B200",
+             "AMD Instinct MI300X": "AMD Instinct MI300X",
+             "AMD Instinct MI300X VF": "AMD Instinct MI300X",
+             "AMD Instinct MI250X": "AMD Instinct MI250X",
+             "AMD Instinct MI250X / MI250": "AMD Instinct MI250",
+             "AMD Instinct MI210": "AMD Instinct MI210", "Tesla V100-SXM2-32GB": "NVIDIA V100 SXM2",
+             "Tesla V100-PCIE-16GB": "NVIDIA V100 PCIe",
+             "Tesla V100S-PCIE-32GB": "NVIDIA V100S PCIe",
+             "Quadro GP100": None}
+    assert {name: first_match(name) for name in names} == names
+    assert all(d["source"] and d["memory_tbs"] > 0 for d in PEAKS)
+
+
+BAD_PEAKS = {
+    "not TOML": ("[[device]\n", "cannot read device peaks"),
+    "unknown table": ("[[gpu]]\nname = 'x'\n", "unknown key 'gpu': a device peaks file holds "
+                                               "[[device]] tables"),
+    "unknown key": (USER_PEAKS.replace("memory_tbs", "memory_tb"),
+                    "[[device]] #1: unknown key 'memory_tb'"),
+    "no tflops": ("\n".join(line for line in USER_PEAKS.splitlines()
+                            if not line.startswith("tflops")), "needs 'tflops'"),
+    "unknown dtype": (USER_PEAKS.replace("bf16", "bfloat16"),
+                      "tflops: unknown key 'bfloat16': use fp64, fp32"),
+    "zero": (USER_PEAKS.replace("1000.0", "0"), "'tflops.bf16' must be a number above 0"),
+    "text number": (USER_PEAKS.replace("4.0", "'4'"), "'memory_tbs' must be a number above 0"),
+    "lookahead": (USER_PEAKS.replace("mi300x vf", "mi300(?=x)"), "bad pattern"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PEAKS))
+def test_a_bad_peaks_file_is_one_error_line(perf_warehouse, case, tmp_path):
+    text, problem = BAD_PEAKS[case]
+    path = tmp_path / "peaks.toml"
+    path.write_text(text)
+    result = perf_warehouse("query", "--peaks", path, "SELECT 1", expect=2)
+    assert result.output.count("\n") == 1 and str(path) in result.output
+    assert problem in result.output
+
+
+# Synthetic calls: the SQL models against the reference on random shapes.
+TYPES = ["c10::BFloat16", "c10::Half", "float"]
+dim = st.integers(1, 4096)
+
+
+def model_in_sql(connection, name, args):
+    """(flops, bytes) the SQL models give a cpu_op call of `name` with `args`, or None."""
+    connection.execute("DELETE FROM cpu_ops")
+    connection.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 0, ?, 'cpu_op', ?)",
+                       [name, json.dumps(args)])
+    found = connection.execute("SELECT flops, bytes FROM _op_models").fetchall()
+    return found[0] if found else None
+
+
+@pytest.fixture(scope="module")
+def library():
+    """The models' SQL modules (sql/_dtypes.sql, sql/_op_models.sql) over a cpu_ops table of
+    the columns they read: each example is one call, asked of the models alone (op_perf
+    would build the op tree around it too, a second per query)."""
+    with duckdb.connect() as connection:
+        connection.execute("CREATE TABLE cpu_ops (run VARCHAR, phase VARCHAR, rank INTEGER, "
+                           "trace_id VARCHAR, event_index BIGINT, name VARCHAR, "
+                           "category VARCHAR, args VARCHAR)")
+        for module in ("_dtypes", "_op_models"):
+            connection.execute((ROOT / "sql" / f"{module}.sql").read_text())
+        yield connection
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(["aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                             "aten::_scaled_mm"]),
+       batch=dim, m=dim, n=dim, k=dim, dtype=st.sampled_from(TYPES + ["c10::Float8_e4m3fn"]),
+       bias=st.sampled_from(["none", "row", "full"]))
+def test_gemm_model_matches_reference(library, name, batch, m, n, k, dtype, bias):
+    batched = name in ("aten::bmm", "aten::baddbmm")
+    lead = [batch] if batched else []
+    a, b = lead + [m, k], lead + [k, n]
+    bias_dims = {"none": [], "row": [n], "full": lead + [m, n]}[bias]
+    bias_type = dtype if bias != "none" else ""
+    if name in ("aten::addmm", "aten::baddbmm"):
+        dims, types = [bias_dims, a, b, [], []], [bias_type, dtype, dtype, "Scalar", "Scalar"]
+    elif name == "aten::_scaled_mm":
+        dims = [a, b, [], [], bias_dims, [], [], []]
+        types = [dtype, dtype, "float", "float", bias_type, "", "", "Scalar"]
+    else:
+        dims, types = [a, b], [dtype, dtype]
+    args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": [""] * len(dims)}
+    assert model_in_sql(library, name, args) == op_model(name, args)
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(["aten::_scaled_dot_product_flash_attention",
+                             "aten::_scaled_dot_product_efficient_attention",
+                             "aten::_scaled_dot_product_flash_attention_backward"]),
+       batch=st.integers(1, 16), kv_heads=st.integers(1, 16), groups=st.integers(1, 8),
+       n_q=dim, n_kv=dim, square=st.booleans(), head_dim=st.sampled_from([64, 96, 128, 192]),
+       causal=st.booleans(), dtype=st.sampled_from(TYPES))
+def test_attention_model_matches_reference(library, name, batch, kv_heads, groups, n_q, n_kv,
+                                           square, head_dim, causal, dtype):
+    n_kv = n_q if square else n_kv
+    q = [batch, kv_heads * groups, n_q, head_dim]
+    kv = [batch, kv_heads, n_kv, head_dim]
+    backward = name.endswith("_backward")
+    causal_at = 11 if backward else 4 if "flash" in name else 6
+    width = 15 if backward else 8
+    dims = ([q] if backward else []) + [q, kv, kv]
+    dims += [[]] * (width - len(dims))
+    types = [dtype] * (4 if backward else 3) + ["Scalar"] * (width - (4 if backward else 3))
+    concrete = [""] * width
+    concrete[causal_at] = str(causal)
+    args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
+    expected = op_model(name, args)
+    assert model_in_sql(library, name, args) == expected
+    if causal and square:  # causal halving: half the non-causal matmul FLOPs
+        concrete[causal_at] = "False"
+        full = op_model(name, args)
+        heads_reduced = batch * n_kv * 2 * head_dim * (groups - 1) if backward else 0
+        assert (full[0] - heads_reduced) == 2 * (expected[0] - heads_reduced)
+
+
+conv_case = st.integers(1, 3).flatmap(lambda spatial: st.fixed_dictionaries({
+    "spatial": st.just(spatial),
+    "size": st.lists(st.integers(8, 64), min_size=spatial, max_size=spatial),
+    "kernel": st.lists(st.integers(1, 5), min_size=spatial, max_size=spatial),
+    "stride": st.lists(st.integers(1, 3), min_size=1, max_size=spatial),
+    "padding": st.lists(st.integers(0, 2), min_size=1, max_size=spatial),
+    "dilation": st.integers(1, 2),
+    "groups": st.sampled_from([1, 2, 4]),
+    "transposed": st.booleans(),
+    "bias": st.booleans(),
+    "batch": st.integers(1, 8),
+    "channels": st.sampled_from([4, 8, 16]),
+    "dtype": st.sampled_from(TYPES),
+}))
+
+
+def _int_list(values, spatial):
+    """The profiler's text of an int list argument: one value stands for every dimension."""
+    return "[" + ", ".join(map(str, values if len(values) == spatial else values[:1])) + "]"
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=conv_case)
+def test_convolution_models_match_reference(library, case):
+    """Forward against the reference; backward too, and asking for both gradients costs
+    twice the forward's FLOPs (input and weight gradients are each a convolution as large)."""
+    spatial, groups, channels = case["spatial"], case["groups"], case["channels"]
+    x = [case["batch"], channels] + case["size"]
+    w = ([channels, channels // groups] if case["transposed"]
+         else [channels * 2, channels // groups]) + case["kernel"]
+    params = [_int_list(case["stride"], spatial), _int_list(case["padding"], spatial),
+              f"[{case['dilation']}]", str(case["transposed"]), "[0]", str(groups)]
+    dtype = case["dtype"]
+    forward = {"Input Dims": [x, w, [w[1] * groups if case["transposed"] else w[0]]
+                              if case["bias"] else []] + [[]] * 6,
+               "Input type": [dtype, dtype, dtype if case["bias"] else ""] + ["Scalar"] * 6,
+               "Concrete Inputs": ["", "", ""] + params}
+    result = op_model("aten::convolution", forward)
+    assert model_in_sql(library, "aten::convolution", forward) == result
+    unbiased = dict(forward, **{"Input Dims": [x, w, []] + [[]] * 6,
+                                "Input type": [dtype, dtype, ""] + ["Scalar"] * 6})
+    conv_flops = op_model("aten::convolution", unbiased)[0]
+    grad_out = _output_shape(x, w, case, spatial)
+    for mask in ("[True, True, False]", "[False, True, True]"):
+        backward = {"Input Dims": [grad_out, x, w, []] + [[]] * 7,
+                    "Input type": [dtype] * 3 + [""] + ["Scalar"] * 7,
+                    "Concrete Inputs": ["", "", "", "[0]"] + params[:5] + [str(groups), mask]}
+        expected = op_model("aten::convolution_backward", backward)
+        assert model_in_sql(library, "aten::convolution_backward", backward) == expected
+        if mask == "[True, True, False]":
+            assert expected[0] == 2 * conv_flops
+
+
+def _output_shape(x, w, case, spatial):
+    """The forward's output shape, for the backward's grad_output (written out here)."""
+    def per_dim(values, j):
+        return values[j] if len(values) == spatial else values[0]
+
+    out = []
+    for j in range(spatial):
+        stride, pad = per_dim(case["stride"], j), per_dim(case["padding"], j)
+        size, kernel, dilation = x[2 + j], w[2 + j], case["dilation"]
+        out.append((size - 1) * stride - 2 * pad + dilation * (kernel - 1) + 1
+                   if case["transposed"]
+                   else (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1)
+    channels = w[1] * case["groups"] if case["transposed"] else w[0]
+    return [x[0], channels] + out
+
+
+def test_report_lists_the_top_gemms_against_the_peak(perf_warehouse, perf_rows):
+    """The report's GEMM section: the shapes by GPU time over the run, each group's TFLOPS/s
+    its calls' FLOPs over their time, against the H100 SXM5's 989.5 dense bf16 TFLOPS."""
+    import tracewh
+    from tracewh.report import _section, _top_gemms
+
+    root = Path(perf_warehouse.peaks).parent / "wh"
+    with tracewh.open(root).connect_to_runs(["h100"]) as connection:
+        section = _top_gemms(connection, ["h100", "unknown"])
+    groups = {}
+    for row in perf_rows:
+        if row["run"] == "h100" and row["family"] == "gemm":
+            calls, busy, flops = groups.get(row["shapes"], (0, 0, 0))
+            groups[row["shapes"]] = (calls + 1, busy + row["gpu_busy_ns"], flops + row["flops"])
+    expected = sorted(groups.items(), key=lambda item: -item[1][1])
+    assert [(r[1].full, r[4], r[5], r[6]) for r in section.rows] == [
+        (shapes, calls, busy / 1e6, pytest.approx(flops / busy / 1e3))
+        for shapes, (calls, busy, flops) in expected]
+    assert {(r[3], r[7]) for r in section.rows} == {("NVIDIA H100 SXM5", 989.5)}
+    assert section.chart is not None and "aten::addmm" in _section(section)
+
+
+@pytest.mark.parametrize("dims", [
+    [["<b>788</b>", 768], [768, 768]],  # text, not a number
+    [[10 ** 30, 768], [768, 768]],  # past BIGINT
+    [[2 ** 40, 2 ** 40], [2 ** 40, 2 ** 40]],  # every dimension fits, the FLOPs do not
+    [[{"m": 1}, 768], [768, 768]],
+    [[-788, 768], [768, 768]],
+    [[], [768, 768]],  # no shape
+])
+def test_hostile_shapes_make_the_call_absent_not_the_view_fail(library, dims):
+    args = {"Input Dims": dims, "Input type": ["float", "float"], "Concrete Inputs": ["", ""]}
+    assert model_in_sql(library, "aten::mm", args) is None
+
+
+def test_hostile_convolution_parameters_are_not_an_error(library):
+    args = {"Input Dims": [[4, 3, 224, 224], [768, 3, 16, 16], []] + [[]] * 6,
+            "Input type": ["float", "float", ""] + ["Scalar"] * 6,
+            "Concrete Inputs": ["", "", "", "[1e300, 'x']", "[9223372036854775807]", "[0]",
+                                "False", "[0]", "0"]}
+    model_in_sql(library, "aten::convolution", args)  # absent or a figure, never an error
+
+
+def test_gemm_shapes_group_op_perf_by_shape(perf_warehouse, every_row):
+    """gemm_shapes against op_perf's GEMM calls grouped here: calls, busy time, FLOPs and the
+    shares derived from them."""
+    expected = {}
+    for row in every_row:
+        if row["family"] != "gemm" or not row["gpu_busy_ns"]:
+            continue
+        key = (row["run"], row["phase"], row["name"], row["shapes"], row["dtype"],
+               row["peak_device"])
+        group = expected.setdefault(key, {"calls": 0, "gpu_busy_ns": 0, "flops": 0,
+                                          "roofline_ns": 0})
+        group["calls"] += 1
+        for column in ("gpu_busy_ns", "flops", "roofline_ns"):
+            group[column] += row[column] or 0
+    got = rows(perf_warehouse, "SELECT * FROM gemm_shapes", "--peaks", perf_warehouse.peaks)
+    assert len(got) == len(expected) > 3
+    for row in got:
+        group = expected[(row["run"], row["phase"], row["name"], row["shapes"], row["dtype"],
+                          row["peak_device"])]
+        assert (row["calls"], row["gpu_busy_ns"], row["flops"]) == \
+            (group["calls"], group["gpu_busy_ns"], group["flops"])
+        assert row["achieved_tflops"] == pytest.approx(group["flops"] / group["gpu_busy_ns"]
+                                                       / 1000, rel=1e-12)
+        if row["peak_tflops"] is not None:
+            assert row["pct_of_roofline"] == pytest.approx(
+                100 * group["roofline_ns"] / group["gpu_busy_ns"], rel=1e-12)

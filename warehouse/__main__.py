@@ -1,0 +1,5 @@
+"""`python -m tracewh`: the CLI without the installed console script."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,76 @@
+"""DuckDB connections over one snapshot of a warehouse: one view per table over exactly the
+snapshot's files (see `catalog`: an ingest committing meanwhile is either wholly in or wholly
+out), then the SQL library. The connection is in-memory; nothing is written unless the caller
+allows it.
+
+SQL from users is hostile: the connection a read-only query runs on is confined by DuckDB's
+own settings (`confine`), so that a statement the check of `statements` lets through still
+cannot read or write a file outside the warehouse's tables, reach the network, load an
+extension or lift the confinement.
+"""
+
+import tempfile
+import uuid
+from pathlib import Path
+
+import duckdb
+
+from .integrity import check_counts, missing_file_error
+from .query import define_library
+from .schema import TABLES
+from .table_sql import files_variable, table_view_sql
+
+
+def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False, peaks=None,
+            modules=None):
+    """An in-memory DuckDB connection with every table and library view defined, over
+    `snapshot` of the warehouse `catalog` with the kernel `rules`, or over some runs of it
+    only: DuckDB reads the Hive partition values of every file a view lists each time the
+    view is bound (0.09 s per 8,000 files), so a question about two runs of a thousand is
+    asked of those two. With `tables`, only those tables' files are listed (the others look
+    empty): for a query that reads no other. The connection is `confine`d to the
+    warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
+    the network, extensions, settings). `peaks`: the device peaks (the defaults unless
+    given). With `modules`, only those library modules are defined (see
+    `library.modules_read_by`). The caller has checked the warehouse (see `api.Warehouse`)."""
+    root = catalog.root
+    paths = snapshot.paths(root, runs, tables)
+    if tables is None:  # every table listed: counting their rows costs no more reading
+        check_counts(root, snapshot, runs)
+    connection = duckdb.connect()
+    connection.execute("SET enable_progress_bar = false")  # it would mix into the output
+    if not allow_write:
+        confine(connection, root)
+
+    def table_view(table):
+        files = paths.get(table.name, [])
+        connection.execute(f"SET VARIABLE {files_variable(table)} = ?", [files])
+        try:
+            connection.execute(table_view_sql(table, bool(files)))
+        except duckdb.IOException:  # binding opens the files: say which one is gone
+            missing = missing_file_error(root, table.name, files)
+            if missing is None:
+                raise
+            raise missing from None
+
+    define_library(connection, snapshot, rules, table_view, peaks, modules)
+    return connection
+
+
+def confine(connection, root):
+    """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
+    external access off, it opens no file but under the warehouse's table directories (the
+    files the snapshot names), so read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and
+    URLs fail; it installs and loads no extension; and the locked configuration cannot be
+    SET back. Python objects are not scanned by name either. DuckDB's allow-list serves
+    reading and writing alike (it has no read-only one): only COPY writes into it, and the
+    statement check refuses COPY. Spilling goes to a private directory that DuckDB creates
+    when needed and removes at close (the default, .tmp in the working directory, would be
+    allowed as well)."""
+    tables = [f"{Path(root) / name}/" for name in TABLES]
+    spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
+    for setting, value in (("temp_directory", str(spill)), ("allowed_directories", tables),
+                           ("autoinstall_known_extensions", False),
+                           ("autoload_known_extensions", False),
+                           ("enable_external_access", False), ("lock_configuration", True)):
+        connection.execute(f"SET {setting} = ?", [value])

@@ -1,0 +1,285 @@
+"""The SQL library in `sql/`: its modules, what each reads, the order a connection defines them
+in, the public views with their helpers inlined, the live-classes switch and the fingerprint.
+
+Each module's header declares what it reads (`-- Reads: a, b`): dependency order and the
+tables a query needs come from those declarations (tests/test_library.py checks each one
+against the SQL). Modules named with a leading `_` are internal helpers, building blocks
+rather than contracts: they are not published. A public view that reads one is published
+with the helper's SELECT inlined as a subquery in its place (sqlglot), so every connection,
+`tracewh.duckdb`, the Spark script and `tracewh views` hold the public views only.
+"""
+
+import functools
+import hashlib
+import importlib.resources
+import itertools
+import json
+import os
+import re
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from .peaks import default_peaks
+from .rules import default_rules, rules_fingerprint
+from .schema import TABLES
+
+_HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
+_FIELD = re.compile(r"^-- (Reads|Parameters):(.*(?:\n--  +\S.*)*)", re.MULTILINE)
+_DEFINES = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
+
+
+def library():
+    """The SQL library: {module name: (description, SQL text)}, from the `sql` package, helpers
+    included (see `public_library` for what is published)."""
+    views = {}
+    resources = importlib.resources.files("tracewh.sql").iterdir()
+    for resource in sorted(resources, key=lambda r: r.name):
+        if resource.name.endswith(".sql"):
+            text = resource.read_text()
+            views[resource.name[:-4]] = (describe(text), text)
+    return views
+
+
+def is_internal(name):
+    """A helper view: a building block of public views, not a contract of its own."""
+    return name.startswith("_")
+
+
+def header(sql_text):
+    """A module's header comment (the `--` lines before its SQL)."""
+    match = _HEADER_COMMENT.match(sql_text)
+    return match.group(1) if match else ""
+
+
+def _header_field(sql_text, field):
+    """The comma-separated items of a header line `-- <field>: a, b` (continued on lines
+    `--   c, d`), or None without one."""
+    for name, value in _FIELD.findall(header(sql_text)):
+        if name == field:
+            text = " ".join(line.lstrip("-").strip() for line in value.splitlines())
+            return [item.strip() for item in text.split(",") if item.strip()]
+    return None
+
+
+def declared_reads(sql_text):
+    """The tables, views and macros a module's `-- Reads:` header line names."""
+    reads = _header_field(sql_text, "Reads")
+    if reads is None:
+        raise RuntimeError(f"a library module has no '-- Reads:' header line: {sql_text[:80]!r}")
+    return reads
+
+
+def parameter_types(sql_text):
+    """{parameter: DuckDB type} of a macro module's `-- Parameters: name TYPE, ...` line:
+    Spark's SQL functions need typed parameters, DuckDB's macros have none to read."""
+    items = _header_field(sql_text, "Parameters") or []
+    return dict(item.split(None, 1) for item in items)
+
+
+def defines(sql_text):
+    """The views and macros a module defines."""
+    return _DEFINES.findall(sql_text)
+
+
+@functools.cache
+def _modules_and_needs():
+    """({module: SQL text}, {module: [the modules whose views or macros it reads]})."""
+    modules = {name: text for name, (_, text) in library().items()}
+    needs = {name: sorted({_defined_by()[read] for read in declared_reads(text)
+                           if _defined_by().get(read, name) != name})
+             for name, text in modules.items()}
+    return modules, needs
+
+
+@functools.cache
+def _defined_by():
+    """{view or macro name: the library module that defines it}."""
+    return {defined: name for name, (_, text) in library().items()
+            for defined in defines(text)}
+
+
+def tables_read_by(*names):
+    """The tables that tables, library views or macros read, through every view they read:
+    what a connection for a query of them must list files of. The live modules' reading
+    counts too (custom rules swap them in)."""
+    return {name for name in _reached(names) if name in TABLES}
+
+
+def modules_read_by(*names):
+    """The library modules that views or macros read, themselves included, through every
+    module they read: what a connection for a query of them must define (defining all of
+    the library binds some 60 views, about 1 s)."""
+    return {name for name in _reached(names) if name not in TABLES}
+
+
+def modules_reaching(*names):
+    """The public modules that read any of `names` (views, macros, helpers), directly or not,
+    or define one of them."""
+    targets = {_defined_by().get(name, name) for name in names}
+    return {module for module in published_modules() if targets & _reached([module])}
+
+
+def defines_name(name):
+    """Whether `name` is a table or a view or macro of the library (its public modules')."""
+    return name in TABLES or (name in _defined_by() and not is_internal(_defined_by()[name]))
+
+
+def _reached(names):
+    """Every module and table `names` (views, macros, tables) read, directly or not, and
+    their own modules."""
+    modules, _ = _modules_and_needs()
+    live = dict(_live_texts())
+    seen, pending = set(), [_defined_by().get(name, name) for name in names]
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for text in (modules.get(current), live.get(current)):
+            if text is not None:
+                pending += [_defined_by().get(read, read) for read in declared_reads(text)]
+    return seen
+
+
+@functools.cache
+def library_modules_in_order():
+    """{module name: SQL text}, helpers included, each module after those whose views or
+    macros it uses, so that a connection defines every view once (defining in file order took
+    56 attempts for 25 modules, each failed one binding its inputs for nothing)."""
+    modules, needs = _modules_and_needs()
+    ordered, visiting = {}, set()
+
+    def place(name):
+        if name in ordered:
+            return
+        if name in visiting:
+            raise RuntimeError(f"the SQL library's views depend on each other in a cycle "
+                               f"through {name}")
+        visiting.add(name)
+        for needed in needs[name]:
+            place(needed)
+        ordered[name] = modules[name]
+
+    for name in sorted(modules):
+        place(name)
+    return ordered
+
+
+def library_in_order():
+    """The library's SQL texts in the order `library_modules_in_order` defines them."""
+    return tuple(library_modules_in_order().values())
+
+
+@functools.cache
+def published_modules(live=False):
+    """{public module: SQL text} in dependency order, each reading no helper: a helper a view
+    reads is inlined as a subquery of the helper's own SELECT (itself inlined first). With
+    `live`, the sql/live/ helpers stand in for the ones reading class figures merged at ingest
+    (see `classes_are_live`). A module that reads no helper keeps its text as written.
+
+    Inlining parses and writes ~25 modules with sqlglot (1-2 s), which every command's process
+    would pay on its first connection: the result is kept in the user's cache directory under
+    a digest of the library's texts, so it is computed once per library, not per command."""
+    digest = hashlib.sha256(json.dumps([library_in_order(), _live_texts(), live])
+                            .encode()).hexdigest()[:16]
+    cached = _cache_directory() / f"published-{digest}.json"
+    try:
+        return json.loads(cached.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    published = _inlined_modules(live)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cached.with_name(f".{cached.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(published), encoding="utf-8")
+        os.replace(temporary, cached)
+    except OSError:
+        pass  # an unwritable cache costs the inlining again, nothing else
+    return published
+
+
+def _cache_directory():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tracewh"
+
+
+def _inlined_modules(live):
+    replacements = dict(_live_texts()) if live else {}
+    selects, published = {}, {}
+    for name, text in library_modules_in_order().items():
+        text = replacements.get(name, text)
+        helpers = [read for read in declared_reads(text) if is_internal(read)]
+        if helpers:
+            text = _inline(text, selects)
+        if is_internal(name):
+            selects[name] = sqlglot.parse_one(text, read="duckdb").expression
+        else:
+            published[name] = text
+    return published
+
+
+def _inline(sql_text, selects):
+    """`sql_text` (one CREATE VIEW) with each helper it reads replaced by a subquery of the
+    helper's SELECT, aliased as the reference was (or by the helper's name)."""
+    if _macro_text(sql_text):
+        raise RuntimeError("a table macro reads a helper view: inline it by hand")
+    tree = sqlglot.parse_one(sql_text, read="duckdb")
+    for table in list(tree.expression.find_all(exp.Table)):
+        if table.name in selects and not table.db:
+            alias = table.alias or table.name
+            table.replace(exp.Subquery(this=selects[table.name].copy(),
+                                       alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    return header(sql_text) + tree.sql(dialect="duckdb", pretty=True, comments=False) + ";\n"
+
+
+def _macro_text(sql_text):
+    return "CREATE OR REPLACE MACRO" in sql_text
+
+
+def public_library():
+    """{public view or macro module: (description, published SQL)}, by name: what `tracewh
+    views` lists and prints."""
+    published = published_modules()
+    return {name: (describe(published[name]), published[name]) for name in sorted(published)}
+
+
+def library_fingerprint(rules):
+    """A digest of what derived answers follow from besides the data: the SQL library (its
+    live modules too), the kernel rules and the device peaks."""
+    text = json.dumps([library_in_order(), _live_texts(), rules, default_peaks()])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def describe(sql_text):
+    """The first sentence of a module's header comment."""
+    lines = [line.lstrip("-").strip() for line in header(sql_text).splitlines()]
+    paragraph = " ".join(itertools.takewhile(bool, itertools.dropwhile(lambda x: not x, lines)))
+    sentence, dot, _ = paragraph.partition(". ")
+    return sentence.rstrip(":") + ("." if dot and not sentence.endswith(".") else "")
+
+
+def classes_are_live(snapshot, rules):
+    """THE live-classes switch. The class intervals and lengths merged at ingest
+    (`gpu_intervals`, `gpu_time`) were computed with the default kernel rules; when the
+    effective rules differ (or the snapshot holds traces classified under other rules), they
+    do not hold, and the helpers `_trace_class_time` and `_rank_class_intervals` are replaced
+    by their sql/live/ twins, which classify the kernels with the effective rules at query
+    time (slower, same figures under the defaults). Every connection, `tracewh.duckdb` and the
+    Spark script decide here."""
+    return not (rules == default_rules()
+                and set(snapshot.class_rules) <= {rules_fingerprint(rules)})
+
+
+def library_for(snapshot, rules):
+    """{public module: SQL} a connection over `snapshot` with `rules` defines, in order."""
+    return published_modules(classes_are_live(snapshot, rules))
+
+
+@functools.cache
+def _live_texts():
+    live = importlib.resources.files("tracewh.sql").joinpath("live")
+    return tuple((resource.name[:-4], resource.read_text())
+                 for resource in sorted(live.iterdir(), key=lambda r: r.name)
+                 if resource.name.endswith(".sql"))

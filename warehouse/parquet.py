@@ -1,0 +1,37 @@
+"""How tracewh writes Parquet: one compression and one choice of encodings and statistics for
+every file, whoever writes it (the ingest's parts, the `traces` row at commit, optimize's
+merged files)."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1}
+JSON_TEXT_COLUMNS = {"args", "extra", "metadata", "properties"}
+PLAIN_TEXT_COLUMNS = JSON_TEXT_COLUMNS | {"id"}
+
+
+def dictionary_columns(schema):
+    """The columns worth dictionary encoding: text with few distinct values (names, categories,
+    pids). Timestamps, indexes, flow ids and args text are nearly all distinct; a dictionary of
+    them overflows and falls back to plain anyway, after costing time and a wasted page:
+    encoding them plain halved a chunk's Parquet size (0.71 -> 0.41 MB) and cut its write
+    time."""
+    return [field.name for field in schema
+            if pa.types.is_string(field.type) and field.name not in PLAIN_TEXT_COLUMNS]
+
+
+def statistics_columns(schema):
+    """The columns worth min/max statistics: all but the JSON text ones, which no query
+    filters by range (their statistics cost a comparison of every value, and page space)."""
+    return [field.name for field in schema if field.name not in JSON_TEXT_COLUMNS]
+
+
+def write_options(schema):
+    """Keyword arguments of pyarrow's Parquet writers for a file of `schema`."""
+    return {"use_dictionary": dictionary_columns(schema),
+            "write_statistics": statistics_columns(schema), **PARQUET_OPTIONS}
+
+
+def write_table(table, path):
+    """Write `table` to `path` with tracewh's options."""
+    pq.write_table(table, path, **write_options(table.schema))

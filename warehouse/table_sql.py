@@ -1,0 +1,64 @@
+"""The SQL of the warehouse's tables for DuckDB: their columns typed, the empty stand-ins the
+library is defined on, and the views over a snapshot's files, Hive partition columns first."""
+
+import pyarrow as pa
+
+from .schema import PARTITION_COLUMNS
+
+_DUCKDB_TYPES = {
+    pa.int64(): "BIGINT",
+    pa.int32(): "INTEGER",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.list_(pa.string()): "VARCHAR[]",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+}
+_HIVE_TYPES = "{'run': VARCHAR, 'phase': VARCHAR, 'rank': INTEGER}"
+
+
+def _quote(identifier):
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def sql_string(text):
+    """A DuckDB string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def typed_columns(table):
+    """(name, DuckDB type) of the table's partition and file columns."""
+    return ([(name, _DUCKDB_TYPES[type_]) for name, type_, _ in PARTITION_COLUMNS]
+            + [(c.name, _DUCKDB_TYPES[c.type]) for c in table.columns])
+
+
+def stand_in_sql(table):
+    """An empty table of the table's columns, for the library's views to be defined on (and
+    bound, which costs nothing) before the table's real view over its files replaces it."""
+    columns = ", ".join(f"{_quote(name)} {type_}" for name, type_ in typed_columns(table))
+    return f"CREATE TABLE {table.name} ({columns})"
+
+
+def table_view_sql(table, has_files):
+    """The view of a table over the files in variable `files_variable(table)`: a list held
+    once, instead of a literal of thousands of paths parsed and copied at every bind."""
+    select = (scan_select(table, f"getvariable('{files_variable(table)}')") if has_files
+              else empty_select(table))
+    return f"CREATE VIEW {table.name} AS {select}"
+
+
+def empty_select(table):
+    """A SELECT of no rows with the table's columns and types."""
+    typed = [f"CAST(NULL AS {type_}) AS {_quote(name)}" for name, type_ in typed_columns(table)]
+    return f"SELECT {', '.join(typed)} WHERE false"
+
+
+def scan_select(table, files, options=""):
+    """A SELECT of the table's rows from `files` (SQL: a list or a glob), with the Hive
+    partition columns first; `options` adds read_parquet options."""
+    columns = ", ".join(_quote(c.name) for c in table.columns)
+    return (f"SELECT run, phase, rank, {columns} FROM read_parquet({files}, "
+            f"hive_partitioning = true, hive_types = {_HIVE_TYPES}{options})")
+
+
+def files_variable(table):
+    return f"tracewh_files_{table.name}"

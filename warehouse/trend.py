@@ -1,0 +1,132 @@
+"""One metric over many runs: `tracewh trend`, the median over ranks of each run and phase, in
+commit order or by a tag's value, from the SQL library's `run_metrics` (or a kernel's time, or an
+operator's self GPU time)."""
+
+from .errors import UsageError
+from .names import did_you_mean
+from .library import tables_read_by
+from .statements import run_query
+
+METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
+           "collective_wait_ns")
+# What `trend` reads: a connection for it lists these tables' files only.
+TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls")
+
+
+def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
+          check_kernel=True):
+    """(columns, rows): the metric per run and phase (median over ranks), in ingest order or
+    by the value of a tag; the last `last` runs. A kernel no run has is an error, unless not
+    `check_kernel` (the connection holding only some runs)."""
+    if metric.startswith("kernel:"):
+        source = ("SELECT run, phase, rank, CAST(sum(dur_ns) AS DOUBLE) AS value "
+                  "FROM kernel_classes WHERE name = ? OR short_name = ? "
+                  "GROUP BY run, phase, rank")
+        params = [metric[len("kernel:"):]] * 2
+    elif metric.startswith("op:"):
+        source = ("SELECT run, phase, rank, CAST(sum(gpu_self_ns) AS DOUBLE) AS value "
+                  "FROM op_calls WHERE name = ? GROUP BY run, phase, rank")
+        params = [metric[len("op:"):]]
+    elif metric in METRICS:
+        source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
+        params = [metric]
+    else:
+        raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}, "
+                         "kernel:NAME (a kernel's total time, by full or short name) or "
+                         "op:NAME (an operator's self GPU time)")
+    filters = []
+    if phase is not None:
+        filters.append("p.phase = ?")
+        params.append(phase)
+    if tag is not None:
+        filters.append("json_extract_string(r.tags, ?) = ?")
+        params += [_tag_path(tag[0]), tag[1]]
+    order = "r.first_seq"
+    if order_by_tag is not None:
+        order = "json_extract_string(r.tags, ?) NULLS FIRST, r.first_seq"
+        params.append(_tag_path(order_by_tag))
+    where = ("WHERE " + " AND ".join(filters)) if filters else ""
+    sql = f"""
+        WITH m AS ({source}),
+        per_run AS (
+          SELECT run, phase, count(*) AS ranks,
+                 percentile_disc(0.5) WITHIN GROUP (ORDER BY value) AS value,
+                 min(value) AS min_value, max(value) AS max_value
+          FROM m GROUP BY run, phase
+        )
+        SELECT p.run, p.phase, p.ranks, p.value, p.min_value, p.max_value, r.tags
+        FROM per_run AS p JOIN runs AS r ON r.run = p.run
+        {where}
+        ORDER BY {order}, p.phase"""
+    columns, rows = run_query(connection, sql, params=params)
+    if not rows and metric.startswith("kernel:") and check_kernel:
+        _check_kernel(connection, metric[len("kernel:"):])
+    if not rows and metric.startswith("op:") and check_kernel:
+        _check_op(connection, metric[len("op:"):])
+    if last is not None:
+        keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
+        rows = [row for row in rows if row[0] in keep]
+    return columns, rows
+
+
+def _tag_path(key):
+    return '$."' + key.replace('"', "") + '"'
+
+
+def _check_kernel(connection, name):
+    """Refuse a kernel name that no run has (by full or short name), with close short names."""
+    (found,) = connection.execute("SELECT count(*) FROM kernel_name_classes "
+                                  "WHERE name = ? OR short_name = ?", [name, name]).fetchone()
+    if found:
+        return
+    names = [row[0] for row in connection.execute(
+        "SELECT DISTINCT short_name FROM kernel_name_classes WHERE short_name IS NOT NULL")
+        .fetchall()]
+    raise UsageError(f"no kernel named {name!r} in any run (by full or short name)"
+                     f"{did_you_mean(name, names)}")
+
+
+def _check_op(connection, name):
+    """Refuse an operator name that no run has, with close names."""
+    names = [row[0] for row in connection.execute(
+        "SELECT DISTINCT name FROM cpu_ops WHERE category = 'cpu_op'").fetchall()]
+    if name not in names:
+        raise UsageError(f"no operator named {name!r} in any run{did_you_mean(name, names)}")
+
+
+def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None, phase=None):
+    """`trend` of an `api.Warehouse`, asked of the newest runs only: the last `last` runs in
+    trend order (from the `traces` log, no data read), the window doubled until it holds
+    `last` runs with the metric or every run. At 1,000 runs, the 30 newest are read instead
+    of all."""
+    if last is None:
+        with warehouse.connect() as connection:
+            return trend(connection, metric, None, tag, order_by_tag, phase)
+    order = _trend_order(warehouse.run_infos(), tag, order_by_tag, phase)
+    window = last
+    while True:
+        every_run = window >= len(order)  # then over the whole warehouse, as without --last
+        runs, tables = (None, None) if every_run else (set(order[-window:]),
+                                                       tables_read_by(*TREND_READS))
+        with warehouse.connect(runs, tables) as connection:
+            columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
+                                  check_kernel=every_run)
+        if len({row[0] for row in rows}) >= last or every_run:
+            return columns, rows
+        window *= 2
+
+
+def _trend_order(runs, tag, order_by_tag, phase):
+    """Run names in the order `trend` sorts them (tag value, nulls first, then first commit),
+    keeping those with the tag and phase asked for."""
+    def tag_value(info, key):
+        value = info.tags.get(key)
+        return None if value is None else str(value)
+
+    chosen = [info for info in runs
+              if (phase is None or phase in info.phases)
+              and (tag is None or tag_value(info, tag[0]) == tag[1])]
+    if order_by_tag is not None:
+        chosen.sort(key=lambda info: (tag_value(info, order_by_tag) is not None,
+                                      tag_value(info, order_by_tag) or "", info.first_seq))
+    return [info.run for info in chosen]

@@ -47,7 +47,8 @@ grouped AS NOT MATERIALIZED (
          CASE WHEN count(msg_bytes) OVER instance = count(*) OVER instance
               THEN CAST(sum(msg_bytes) OVER instance AS BIGINT) END AS total_bytes,
          max(split_max) OVER instance AS split_max,
-         avg(split_mean) OVER instance AS split_mean,
+         -- over exact decimals: a double sum's last bit depends on the order of the rows
+         CAST(avg(CAST(split_mean AS DECIMAL(38, 9))) OVER instance AS DOUBLE) AS split_mean,
          min(start_ns) OVER instance AS first_start_ns,
          last_start AS last_start_ns,
          min(dur_ns) OVER instance AS shortest_ns,

@@ -23,7 +23,10 @@
 CREATE OR REPLACE VIEW run_metrics AS
 WITH collectives AS (
   -- one pass over the collective calls for both of their metrics
-  SELECT run, phase, rank, avg(busbw_gbps) AS busbw_gbps,
+  -- the mean is taken over exact decimals so that it does not depend on the order in
+  -- which a parallel engine adds the calls up (a double sum differs in its last bit)
+  SELECT run, phase, rank,
+         CAST(avg(CAST(busbw_gbps AS DECIMAL(38, 9))) AS DOUBLE) AS busbw_gbps,
          sum(CASE WHEN matched THEN wait_ns END) AS wait_ns,
          count(CASE WHEN matched THEN 1 END) AS matched_calls
   FROM collective_waits

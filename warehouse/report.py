@@ -284,11 +284,12 @@ def _timeline_window(connection, scope, choice):
         steps = [w[3] for w in own if w[3]]
         listed = ", ".join(steps[:5]) + (f" and {len(steps) - 5} more" if len(steps) > 5
                                          else "")
-        raise UsageError(f"run {run!r}, phase {phase!r}, rank {rank} has no step "
-                         f"{choice.step!r} ("
-                         + (f"its steps: {listed})" if steps else
-                            f"it has no ProfilerStep#N spans: {HINT} to draw its capture)"),
-                         cli_hint="leave --timeline-step out", library_hint="name no step")
+        missing = f"run {run!r}, phase {phase!r}, rank {rank} has no step {choice.step!r}"
+        if steps:
+            raise UsageError(f"{missing} (its steps: {listed})")
+        raise UsageError(f"{missing} (it has no ProfilerStep#N spans: {HINT} to draw its "
+                         f"capture)", cli_hint="leave --timeline-step out",
+                         library_hint="name no step")
     return named[0][:6] + (False,)
 
 

@@ -241,6 +241,7 @@ FLEET_COMMANDS = [
     ("diff r0001 r0002", ["diff", "r0001", "r0002"]),
     ("trend --last 30", ["trend", "overlap_ratio", "--last", "30"]),
     ("overlap of all runs", ["query", "SELECT run, avg(overlap_ratio) FROM overlap GROUP BY run"]),
+    ("kernels of all runs", ["query", "SELECT run, count(*) FROM kernels GROUP BY run"]),
 ]
 CLI = ("import sys\nfrom tracewh.cli import cli\n"
        "try:\n    cli(sys.argv[1:], prog_name='tracewh')\n"

@@ -63,7 +63,7 @@ def mart_frame(warehouse, name):
 
 def connect(warehouse, rules_file=None, **options):
     """A confined DuckDB connection over the warehouse's newest snapshot, as `tracewh query`
-    has (`options`: runs, tables, allow_write: see `Warehouse.connect`)."""
+    has (`options`: runs, tables, allow_write, marts: see `Warehouse.connect`)."""
     import tracewh
 
     return tracewh.open(warehouse, rules_file).connect(**options)
@@ -103,10 +103,12 @@ def written_library_connection():
 
 
 def view_frame(warehouse, name):
-    """A library view's rows over the warehouse's snapshot, as polars."""
+    """A library view's rows over the warehouse's snapshot, computed by its SQL (never read
+    from its mart), as polars."""
     import polars as pl
 
-    return pl.from_arrow(connect(warehouse).sql(f"SELECT * FROM {name}").to_arrow_table())
+    return pl.from_arrow(connect(warehouse, marts=False).sql(f"SELECT * FROM {name}")
+                         .to_arrow_table())
 
 
 def error_lines(text):

@@ -3,6 +3,7 @@ tracewh.duckdb, read as BI tools and other engines read them."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,57 @@ def test_marts_equal_their_views_row_for_row(two_runs):
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
     assert first["start_time"].year == 2023  # the DLRM step was captured on 2023-09-07
     assert first["start_ns"] // 1000 == int(first["start_time"].timestamp() * 1e6)
+
+
+def _files_read(warehouse, sql, **options):
+    """The files each scan of `sql`'s plan reads, over every run of the warehouse."""
+    plan = connect(warehouse, **options).execute(f"EXPLAIN ANALYZE {sql}").fetchall()[0][1]
+    return [int(count) for count in re.findall(r"Total Files Read: (\d+)", plan)]
+
+
+def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh, two_runs):
+    """The same rows as the views computed, from one file per run (two here) instead of every
+    file of the tables they read; a WHERE on run prunes the others."""
+    import tracewh as library
+
+    for name in MARTS:
+        assert sorted_frame(pl.from_arrow(connect(two_runs).sql(f"SELECT * FROM {name}")
+                                          .to_arrow_table())).equals(
+            sorted_frame(view_frame(two_runs, name))), name
+        assert _files_read(two_runs, f"SELECT * FROM {name}") == [2], name
+    assert _files_read(two_runs, "SELECT * FROM overlap WHERE run = 'b'") == [1]
+    assert sum(_files_read(two_runs, "SELECT * FROM overlap", marts=False)) > 2
+    mixed = ("SELECT k.run, count(*), min(o.overlap_ratio) FROM kernels AS k "
+             "JOIN overlap AS o USING (run, phase, rank) GROUP BY ALL ORDER BY 1")
+    computed = connect(two_runs, marts=False).execute(mixed).fetchall()
+    assert library.open(two_runs).query(mixed)[0][1] == computed and len(computed) == 2
+    assert tracewh("query", "SELECT run, count(*) AS ranks FROM overlap GROUP BY run "
+                   "ORDER BY run", "--format", "csv").stdout == "run,ranks\na,8\nb,3\n"
+
+
+@pytest.mark.parametrize("stale", ["other rules", "rules edited", "refresh failed",
+                                   "run to recompute"])
+def test_stale_marts_are_not_read(tracewh, two_runs, tmp_path, stale):
+    """Until a refresh derives them from the snapshot and the rules asked with, the views
+    are computed."""
+    import tracewh as library
+    from tracewh.derived import mark_for_recompute
+
+    rules = None
+    if stale == "other rules":
+        rules = tmp_path / "rules.toml"
+        rules.write_text('[[class]]\nclass = "communication"\n')
+    elif stale == "rules edited":
+        (two_runs / "_tracewh" / "kernel_rules.toml").write_text(
+            '[[class]]\nclass = "communication"\n')
+    elif stale == "refresh failed":  # the commit stands, its refresh did not happen
+        _ingest_killed_before_its_refresh(two_runs, DLRM[5], "b")
+    else:
+        mark_for_recompute(Catalog(two_runs), "b")
+    assert library.open(two_runs, rules).current_marts() == {}
+    assert sum(_files_read(two_runs, "SELECT * FROM overlap", rules_file=rules)) > 2
+    tracewh("refresh")
+    assert len(library.open(two_runs).current_marts()) == len(MARTS)
 
 
 def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
@@ -219,15 +271,19 @@ def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, mon
 
 def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
     """Ingest killed after its commits, before the marts: `refresh` derives the missing run."""
-    code = ("import sys\nfrom tracewh import api\n"
-            "api.refresh_derived = lambda catalog: sys.exit(9)\n"
-            "from tracewh.cli import cli\n"
-            f"cli(['--warehouse', {str(two_runs)!r}, 'ingest', {str(DLRM[5])!r}, "
-            "'--run', 'late', '--phase', 'train'])\n")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 9
+    _ingest_killed_before_its_refresh(two_runs, DLRM[5], "late")
     assert "late" not in set(mart_frame(two_runs, "overlap")["run"])
     leftover = two_runs / "_tracewh" / f".{FILE_NAME}.999999.tmp.wal"  # of a killed refresh
     leftover.write_text("x")
     assert "recomputed the marts of 1 run " in tracewh("refresh").stdout
     assert "late" in set(mart_frame(two_runs, "overlap")["run"])
     assert not leftover.exists()
+
+
+def _ingest_killed_before_its_refresh(warehouse, trace, run):
+    code = ("import sys\nfrom tracewh import api\n"
+            "api.refresh_derived = lambda catalog: sys.exit(9)\n"
+            "from tracewh.cli import cli\n"
+            f"cli(['--warehouse', {str(warehouse)!r}, 'ingest', {str(trace)!r}, "
+            f"'--run', {run!r}, '--phase', 'train'])\n")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 9

@@ -31,7 +31,7 @@ from tracewh.ingest.reader import MAX_EVENT_SIZE
 
 from . import connection as connections
 from .catalog import TRACES, Catalog
-from .derived import refresh_derived
+from .derived import current_marts, refresh_derived
 from .diff import DIFF_READS, DiffOptions, diff_runs, side_runs
 from .errors import FollowUpFailed
 from .names import check_phase, parse_tag
@@ -120,13 +120,23 @@ class Warehouse:
 
     # -- connections -------------------------------------------------------------------------
 
-    def connect(self, runs=None, tables=None, allow_write=False, modules=None):
+    def connect(self, runs=None, tables=None, allow_write=False, modules=None, marts=True):
         """A new DuckDB connection over the snapshot (see `connection.connect`), confined to
         the warehouse's tables unless `allow_write`; with `modules`, only those library
-        modules defined."""
-        peaks = self.device_peaks
+        modules defined. Over every run, the views whose marts hold their rows at this
+        snapshot read them (unless `marts` is false): a question about all of a thousand
+        runs reads a file per run, not a hundred."""
+        current = self.current_marts() if marts and runs is None else None
+        return self._connect(runs, tables, allow_write, modules, current)
+
+    def _connect(self, runs, tables, allow_write, modules, marts):
         return connections.connect(self.readable(), self.snapshot, self.kernel_rules, runs,
-                                   tables, allow_write, peaks, modules)
+                                   tables, allow_write, self.device_peaks, modules, marts)
+
+    def current_marts(self):
+        """{view: its mart's files} of the marts current for the snapshot and the rules (see
+        `derived.current_marts`)."""
+        return current_marts(self.readable(), self.snapshot, self.kernel_rules)
 
     def connect_to_runs(self, runs, reads=None):
         """A connection over `runs` only, each checked to be in the warehouse first (an
@@ -174,7 +184,10 @@ class Warehouse:
                    else None)
         source = None if allow_write else runs_a_query_names(sql)
         if source is None:
-            return self.connect(allow_write=allow_write, modules=modules)
+            marts = self.current_marts()
+            tables = (tables_read_by(*(name for name in names if name not in marts))
+                      if modules is not None and marts else None)  # the others' files only
+            return self._connect(None, tables, allow_write, modules, marts)
         runs, name = source
         return self.connect(runs, tables_read_by(name), modules=modules)
 

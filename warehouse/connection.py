@@ -16,13 +16,14 @@ from pathlib import Path
 import duckdb
 
 from .integrity import check_counts, missing_file_error
+from .layout import MARTS_DIR
 from .query import define_library
 from .schema import TABLES
 from .table_sql import files_variable, table_view_sql
 
 
 def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False, peaks=None,
-            modules=None):
+            modules=None, marts=None):
     """An in-memory DuckDB connection with every table and library view defined, over
     `snapshot` of the warehouse `catalog` with the kernel `rules`, or over some runs of it
     only: DuckDB reads the Hive partition values of every file a view lists each time the
@@ -32,7 +33,8 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
     the network, extensions, settings). `peaks`: the device peaks (the defaults unless
     given). With `modules`, only those library modules are defined (see
-    `library.modules_read_by`). The caller has checked the warehouse (see `api.Warehouse`)."""
+    `library.modules_read_by`). `marts` ({view: files}, see `derived.current_marts`): views
+    answered from their marts. The caller has checked the warehouse (see `api.Warehouse`)."""
     root = catalog.root
     paths = snapshot.paths(root, runs, tables)
     if tables is None:  # every table listed: counting their rows costs no more reading
@@ -53,21 +55,21 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
                 raise
             raise missing from None
 
-    define_library(connection, snapshot, rules, table_view, peaks, modules)
+    define_library(connection, snapshot, rules, table_view, peaks, modules, marts)
     return connection
 
 
 def confine(connection, root):
     """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
     external access off, it opens no file but under the warehouse's table directories (the
-    files the snapshot names), so read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and
+    files the snapshot names) and its marts (see `derived.current_marts`), so read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and
     URLs fail; it installs and loads no extension; and the locked configuration cannot be
     SET back. Python objects are not scanned by name either. DuckDB's allow-list serves
     reading and writing alike (it has no read-only one): only COPY writes into it, and the
     statement check refuses COPY. Spilling goes to a private directory that DuckDB creates
     when needed and removes at close (the default, .tmp in the working directory, would be
     allowed as well)."""
-    tables = [f"{Path(root) / name}/" for name in TABLES]
+    tables = [f"{Path(root) / name}/" for name in (*TABLES, MARTS_DIR)]
     spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
     for setting, value in (("temp_directory", str(spill)), ("allowed_directories", tables),
                            ("autoinstall_known_extensions", False),

@@ -12,7 +12,7 @@ from . import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from .errors import FollowUpFailed, RefreshInterrupted
 from .layout import DONE_FILE, RECOMPUTE_FILE
-from .marts import refresh_marts
+from .marts import current_mart_files, refresh_marts
 from .library import library_fingerprint
 from .rules import effective_rules
 
@@ -57,6 +57,19 @@ def refresh_derived(catalog):
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
+
+
+def current_marts(catalog, snapshot, rules):
+    """{mart: its files} of the marts that hold exactly their views' rows at `snapshot` under
+    `rules`, for a query to read instead of computing the views over every file: the last
+    refresh derived from this snapshot with these rules and no run waits to be computed
+    again. {} otherwise (the views are computed)."""
+    done = _read_json(catalog.state / DONE_FILE)
+    if (done is None or done.get("versions") != json.loads(json.dumps(snapshot.versions))
+            or done.get("fingerprint") != library_fingerprint(rules)
+            or _read_json(catalog.state / RECOMPUTE_FILE)):
+        return {}
+    return current_mart_files(catalog.root, snapshot, rules)
 
 
 def mark_for_recompute(catalog, run):

@@ -67,12 +67,39 @@ def mart_paths(root):
     return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
 
 
+def current_mart_files(root, snapshot, rules):
+    """{mart: the paths of its live files} of the marts written from the library under
+    `rules`, by the same tracewh, at `snapshot` or before it (a refresh committing meanwhile
+    for a newer one makes its marts not current), whose newest commit is readable: the caller
+    has established that the last refresh derived them from `snapshot`. Read only: a damaged
+    mart is left for the next refresh to make again (it is not current)."""
+    fingerprint = _fingerprint(rules)
+    current = {}
+    for name in MARTS:
+        path = mart_path(root, name)
+        try:
+            if not delta.is_table(path):
+                continue
+            version = delta.latest_version(path)
+            state = delta.commit_info(path, version).get(STATE_KEY)
+            if (state is not None and state["fingerprint"] == fingerprint
+                    and state["seq"] <= snapshot.seq):
+                current[name] = delta.live_paths(path, version)
+        except delta.DamagedLog:
+            continue
+    return current
+
+
+def _fingerprint(rules):
+    return f"{FORMAT}-{library_fingerprint(rules)}"
+
+
 def refresh_marts(catalog, snapshot, rules, recompute=()):
     """Bring every mart to `snapshot` under the kernel `rules` (under the writers' lock,
     which the caller holds); the runs in `recompute` are computed again in any case (or
     dropped, when gone)."""
     newest = _newest_seq_of_runs(catalog, snapshot)
-    fingerprint = f"{FORMAT}-{library_fingerprint(rules)}"
+    fingerprint = _fingerprint(rules)
     plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
              for name in MARTS}
     for plan in plans.values():

@@ -48,8 +48,25 @@ def table_view_sql(table, has_files):
 
 def empty_select(table):
     """A SELECT of no rows with the table's columns and types."""
-    typed = [f"CAST(NULL AS {type_}) AS {_quote(name)}" for name, type_ in typed_columns(table)]
+    return _no_rows(typed_columns(table))
+
+
+def _no_rows(columns):
+    typed = [f"CAST(NULL AS {type_}) AS {_quote(name)}" for name, type_ in columns]
     return f"SELECT {', '.join(typed)} WHERE false"
+
+
+def mart_view_sql(name, columns, has_files):
+    """The view `name` over its mart's files in variable `mart_files_variable(name)`, with the
+    view's (name, DuckDB type) `columns` in its order: the files hold `run` as their Hive
+    partition and the marts' three columns more, which the view leaves out."""
+    if not has_files:
+        return f"CREATE OR REPLACE VIEW {name} AS {_no_rows(columns)}"
+    select = ", ".join(f"CAST({_quote(column)} AS {type_}) AS {_quote(column)}"
+                       for column, type_ in columns)
+    return (f"CREATE OR REPLACE VIEW {name} AS SELECT {select} FROM read_parquet("
+            f"getvariable('{mart_files_variable(name)}'), hive_partitioning = true, "
+            "hive_types = {'run': VARCHAR})")
 
 
 def scan_select(table, files, options=""):
@@ -62,3 +79,7 @@ def scan_select(table, files, options=""):
 
 def files_variable(table):
     return f"tracewh_files_{table.name}"
+
+
+def mart_files_variable(name):
+    return f"tracewh_mart_files_{name}"

@@ -185,8 +185,10 @@ class Warehouse:
         source = None if allow_write else runs_a_query_names(sql)
         if source is None:
             marts = self.current_marts()
+            # a question of a mart lists the files of the other tables it reads only (the
+            # check of every table's counts goes with them: it reads none); others list all
             tables = (tables_read_by(*(name for name in names if name not in marts))
-                      if modules is not None and marts else None)  # the others' files only
+                      if modules is not None and set(names) & set(marts) else None)
             return self._connect(None, tables, allow_write, modules, marts)
         runs, name = source
         return self.connect(runs, tables_read_by(name), modules=modules)

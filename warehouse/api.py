@@ -37,6 +37,7 @@ from .errors import FollowUpFailed
 from .names import check_phase, parse_tag
 from .output import write_atomically
 from .library import defines_name, library, modules_read_by, tables_read_by
+from .marts import MARTS
 from .query_analysis import names_a_query_reads, runs_a_query_names
 from .peaks import effective_peaks
 from .rules import effective_rules
@@ -184,7 +185,8 @@ class Warehouse:
                    else None)
         source = None if allow_write else runs_a_query_names(sql)
         if source is None:
-            marts = self.current_marts()
+            marts = (self.current_marts() if names is None or set(names) & set(MARTS)
+                     else {})  # no mart read: no mart's log read
             # a question of a mart lists the files of the other tables it reads only (the
             # check of every table's counts goes with them: it reads none); others list all
             tables = (tables_read_by(*(name for name in names if name not in marts))

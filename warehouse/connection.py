@@ -62,16 +62,16 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
 def confine(connection, root):
     """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
     external access off, it opens no file but under the warehouse's table directories (the
-    files the snapshot names) and its marts (see `derived.current_marts`), so read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and
-    URLs fail; it installs and loads no extension; and the locked configuration cannot be
+    files the snapshot names) and its marts (see `derived.current_marts`), so
+    read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and URLs fail; it installs and loads no extension; and the locked configuration cannot be
     SET back. Python objects are not scanned by name either. DuckDB's allow-list serves
     reading and writing alike (it has no read-only one): only COPY writes into it, and the
     statement check refuses COPY. Spilling goes to a private directory that DuckDB creates
     when needed and removes at close (the default, .tmp in the working directory, would be
     allowed as well)."""
-    tables = [f"{Path(root) / name}/" for name in (*TABLES, MARTS_DIR)]
+    readable = [f"{Path(root) / name}/" for name in (*TABLES, MARTS_DIR)]
     spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
-    for setting, value in (("temp_directory", str(spill)), ("allowed_directories", tables),
+    for setting, value in (("temp_directory", str(spill)), ("allowed_directories", readable),
                            ("autoinstall_known_extensions", False),
                            ("autoload_known_extensions", False),
                            ("enable_external_access", False), ("lock_configuration", True)):

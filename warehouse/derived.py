@@ -34,7 +34,7 @@ def refresh_derived(catalog):
     with catalog.locked():
         snapshot = catalog.snapshot()
         rules = effective_rules(catalog.root)
-        done = {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
+        done = _derived_from(snapshot, rules)
         done_file = catalog.state / DONE_FILE
         recompute_file = catalog.state / RECOMPUTE_FILE
         recompute = set(_read_json(recompute_file) or [])
@@ -64,12 +64,17 @@ def current_marts(catalog, snapshot, rules):
     `rules`, for a query to read instead of computing the views over every file: the last
     refresh derived from this snapshot with these rules and no run waits to be computed
     again. {} otherwise (the views are computed)."""
-    done = _read_json(catalog.state / DONE_FILE)
-    if (done is None or done.get("versions") != json.loads(json.dumps(snapshot.versions))
-            or done.get("fingerprint") != library_fingerprint(rules)
+    done = _read_json(catalog.state / DONE_FILE) or {}
+    derived_from = _derived_from(snapshot, rules)
+    if ({key: done.get(key) for key in derived_from} != derived_from
             or _read_json(catalog.state / RECOMPUTE_FILE)):
         return {}
     return current_mart_files(catalog.root, snapshot, rules)
+
+
+def _derived_from(snapshot, rules):
+    """What the done file records a refresh derived from (beside the DuckDB file's stamp)."""
+    return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
 
 
 def mark_for_recompute(catalog, run):

@@ -1,9 +1,10 @@
 """Ingesting trace files: read, normalise, stage, commit.
 
 One file: its chunks are normalised in worker processes when it is large (the JSON decoding and
-column building are CPU-bound) and written to a staging directory in order. Several files: each
-is staged whole by one worker, `jobs` at a time. This process commits each staged file to the
-catalog, which makes every table's rows visible at once. A file that fails leaves nothing
+column building are CPU-bound), each worker writing the chunks it takes into one part file per
+table in a staging directory. Several files: each is staged whole by one worker, `jobs` at a
+time. This process commits each staged file to the catalog, which makes every table's rows
+visible at once. A file that fails leaves nothing
 behind; the others go on unless `strict`.
 """
 
@@ -15,7 +16,7 @@ import os
 import re
 import shutil
 import uuid
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import msgspec
@@ -35,8 +36,8 @@ from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
 from .secrets import redact
 from .sources import file_digest, json_size_limit, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, summarize_chunk
-from .workers import worker_pool
-from .writer import (guess_base_time, merge_small_parts, rebase_part, shift_times,
+from .workers import fail_at, worker_pool
+from .writer import (PartFiles, guess_base_time, merge_small_parts, rebase_part, shift_times,
                      write_part, write_whole)
 
 
@@ -91,7 +92,8 @@ class IngestOutcome:
 
 @dataclass
 class ChunkSummary:
-    part: int
+    chunk: int  # its position in the file
+    part: int  # the part files its rows went into
     rows: dict
     events: int
     warnings: Counter
@@ -100,10 +102,11 @@ class ChunkSummary:
     secrets: int = 0  # values redacted
 
 
-def process_chunk(path, chunk, part, trace_id, staging, base_guess, redact_secrets):
-    """Normalise one chunk and stage its part files; runs in a worker process. Problems are
-    raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
-    that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
+def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secrets):
+    """Normalise the file's chunk number `index` into `files` (PartFiles); runs in a worker
+    process. Problems are raised as TraceError, with the file's event index or byte offset;
+    an unconfirmed chunk that is not what its cut promised raises UnconfirmedChunk (see
+    `reader`)."""
     data = chunk.load(path)
     try:
         result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
@@ -134,11 +137,32 @@ def process_chunk(path, chunk, part, trace_id, staging, base_guess, redact_secre
     check_unconfirmed(chunk, result.events)
     tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
     for name, table in tables.items():
-        write_part(staging, name, part, table)
+        files.write(name, table)
     rows = {name: table.num_rows for name, table in tables.items()}
     kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
-    return ChunkSummary(part, rows, result.events, result.warnings, kernels,
+    return ChunkSummary(index, files.part, rows, result.events, result.warnings, kernels,
                         first_start(tables), result.secrets)
+
+
+def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secrets):
+    """Normalise the (index, chunk) pairs a lane takes (see `workers`) into one part file per
+    table, numbered after its first chunk; return their summaries and the first failure
+    (index, TraceError or UnconfirmedChunk), if any, after which it takes no more."""
+    summaries = []
+    files = None
+    try:
+        for index, chunk in chunks:
+            files = files or PartFiles(staging, index)
+            try:
+                summaries.append(process_chunk(path, chunk, index, trace_id, files,
+                                               base_guess, redact_secrets))
+            except (TraceError, UnconfirmedChunk) as error:
+                fail_at(index)
+                return summaries, (index, error)
+    finally:
+        if files is not None:
+            files.close()
+    return summaries, None
 
 
 def _index_in_message(error):
@@ -436,10 +460,11 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cu
             stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
             max_event_size=options.max_event_size,
             max_json_size=json_size_limit(path, not plain, options.max_json_size))
-        for summary in _summaries(trace_reader, path, trace_id, staging, base_guess, pool,
-                                  options):
+        for summary in _summaries(_progress(trace_reader.chunks(), stream, on_bytes), path,
+                                  trace_id, staging, base_guess, pool, options):
             for name in summary.rows:
-                staged.parts[name].append(summary.part)
+                if summary.part not in staged.parts[name]:
+                    staged.parts[name].append(summary.part)
             staged.warnings.update(summary.warnings)
             staged.events += summary.events
             staged.secrets += summary.secrets
@@ -448,29 +473,33 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cu
                 staged.first_ns = summary.first_ns
             if summary.kernels is not None:
                 staged.kernel_summaries.append(summary.kernels)
-            if on_bytes is not None:
-                on_bytes(stored_position(stream))
+    for numbers in staged.parts.values():
+        numbers.sort()
     staged.metadata = trace_reader.metadata
     return staged
 
 
-def _summaries(trace_reader, path, trace_id, staging, base_guess, pool, options):
-    """Process the chunks, in worker processes when there is a pool, and yield their summaries
-    in file order."""
-    pending = deque()
-    try:
-        for part, chunk in enumerate(trace_reader.chunks()):
-            arguments = (path, chunk, part, trace_id, staging, base_guess,
-                         not options.keep_secrets)
-            if pool is None:
-                yield process_chunk(*arguments)
-                continue
-            pending.append(pool.submit(process_chunk, *arguments))
-            if len(pending) > 2 * options.jobs:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:  # on a failure: no task may still write into staging when this returns
-        for future in pending:
-            future.cancel()
-        concurrent.futures.wait(pending)
+def _progress(chunks, stream, on_bytes):
+    """The chunks, telling `on_bytes` the bytes read (as stored) once each is taken."""
+    for chunk in chunks:
+        yield chunk
+        if on_bytes is not None:
+            on_bytes(stored_position(stream))
+
+
+def _summaries(chunks, path, trace_id, staging, base_guess, pool, options):
+    """Normalise the chunks, in every worker at once when there is a pool, and return their
+    summaries in file order; raise the first chunk's failure in file order."""
+    redact_secrets = not options.keep_secrets
+    if pool is None:
+        with PartFiles(staging, 0) as files:
+            return [process_chunk(path, chunk, index, trace_id, files, base_guess,
+                                  redact_secrets)
+                    for index, chunk in enumerate(chunks)]
+    lanes = pool.in_lanes(normalize_in_lane,
+                          (path, trace_id, staging, base_guess, redact_secrets), chunks)
+    failures = [failure for _, failure in lanes if failure is not None]
+    if failures:
+        raise min(failures, key=lambda failure: failure[0])[1]
+    return sorted((summary for summaries, _ in lanes for summary in summaries),
+                  key=lambda summary: summary.chunk)

@@ -1,7 +1,11 @@
-"""Staging one trace's Parquet files: each chunk of events becomes one part file per table.
+"""Staging one trace's Parquet files: one part file per table for each process that
+normalised some of its chunks, a row group per chunk.
 
-Parts are written by the worker that normalised the chunk, so the parent process only reads
-and cuts the JSON. Event indexes come from the reader (it counts the events of each chunk), and
+Parts are written by the worker that normalised the chunks, so the parent process only reads
+and cuts the JSON. A trace is stored in as many files per table as there were workers, not one
+per chunk: DuckDB opens the files of a scan one after another, and the 17 part files per table
+of a 254 MB trace made the views over 64 such ranks twice as slow as one file each
+(collective_instances 3.3 s against 1.7 s). Event indexes come from the reader (it counts the events of each chunk), and
 timestamps are shifted by the trace's base time. Newer Kineto writes `baseTimeNanoseconds` after
 the events, so the base is guessed before reading, from the file's tail when it can be read
 cheaply, and the parts are rewritten in the rare case the guess was wrong (gzipped newer
@@ -15,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracewh.layout import staged_name
-from tracewh.parquet import write_table
+from tracewh.parquet import parquet_writer, write_table
 from tracewh.schema import TABLES
 
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
@@ -47,6 +51,36 @@ def write_part(directory, name, part, table):
     write_table(table, directory / staged_name(name, part))
 
 
+class PartFiles:
+    """The part files, one per table, that one process writes a trace's chunks into: each
+    chunk's table is a row group appended to its table's file, which is complete once
+    closed (a context manager)."""
+
+    def __init__(self, directory, part):
+        self.directory = directory
+        self.part = part
+        self._writers = {}
+
+    def write(self, name, table):
+        writer = self._writers.get(name)
+        if writer is None:
+            writer = parquet_writer(self.directory / staged_name(name, self.part),
+                                    table.schema)
+            self._writers[name] = writer
+        writer.write_table(table)
+
+    def close(self):
+        writers, self._writers = self._writers, {}
+        for writer in writers.values():
+            writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+
 def write_whole(directory, name, rows):
     """A small table written from Python rows (devices), as part 0."""
     table = pa.Table.from_pylist(rows, schema=TABLES[name].schema)
@@ -59,24 +93,24 @@ def rebase_part(directory, name, part, delta):
     write_part(directory, name, part, shift_times(pq.read_table(path), delta))
 
 
-# A table's parts of a trace read in a few chunks are merged into one file when they weigh
-# little together: a small table (instants, flows) often gets a few rows in each chunk. A
-# large trace's parts are left to `tracewh optimize`: merging them at ingest (all tables
-# under 16 MB, any number of parts) made a 254 MB trace 1.38x slower to ingest.
+# A table's parts of a trace (one per worker) are merged into one file when they weigh little
+# together: a small table (instants, flows) gets a few rows from each worker. Larger parts are
+# left to `tracewh optimize`: merging rewrites them, and merging every table under 16 MB made
+# a 254 MB trace 1.38x slower to ingest.
 MERGE_AT_MOST_PARTS = 4
 MERGE_BELOW_BYTES = 16 << 20
 
 
 def merge_small_parts(directory, name, parts):
-    """Merge a table's staged parts, in order, into the first when they are few and small
-    together; return the part numbers left. Rows keep their order (file order is event
-    order)."""
+    """Merge a table's staged parts into the first when they are few and small together;
+    return the part numbers left. The merged rows are in event order (each worker's part
+    holds the chunks it took, so parts interleave)."""
     paths = [directory / staged_name(name, part) for part in parts]
     if (not 2 <= len(parts) <= MERGE_AT_MOST_PARTS
             or sum(path.stat().st_size for path in paths) >= MERGE_BELOW_BYTES):
         return parts
     tables = [pq.read_table(path) for path in paths]
-    merged = pa.concat_tables(tables)
+    merged = pa.concat_tables(tables).sort_by("event_index")
     write_part(directory, name, parts[0], merged)
     for path in paths[1:]:
         path.unlink()

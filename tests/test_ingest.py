@@ -392,6 +392,28 @@ def test_odd_layouts_in_many_chunks_are_read_again_with_confirmed_cuts(
     assert [json.loads(r["args"]) for r in rows] == [e["args"] for e in events]
 
 
+def test_each_worker_writes_one_file_per_table_for_all_the_chunks_it_takes(
+        tracewh, sql, tmp_path, warehouse, monkeypatch):
+    """A file per table and worker, a row group per chunk, not a file per chunk (DuckDB opens
+    a scan's files one after another): a trace of ~60 chunks read by 2 workers is at most 2
+    files per table, holding the rows one process stores in one file."""
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)
+    monkeypatch.setattr("tracewh.ingest.writer.MERGE_BELOW_BYTES", 0)  # parts kept apart
+    path = tmp_path / "chunked.json"
+    path.write_text(json.dumps({"traceEvents": hostile_kernels(2000, [{}])}, indent=2))
+    for run, jobs in (("one", "1"), ("two", "2")):
+        tracewh("ingest", path, "--run", run, "--jobs", jobs)
+    files = {run: sorted(warehouse.glob(f"kernels/run={run}/*/*/*.parquet")) for run in
+             ("one", "two")}
+    row_groups = {run: [pq.ParquetFile(f).num_row_groups for f in found]
+                  for run, found in files.items()}
+    assert len(files["one"]) == 1 and len(files["two"]) <= 2  # was one per chunk
+    assert sum(row_groups["two"]) == sum(row_groups["one"]) > 50
+    one, two = (sql(f"SELECT * EXCLUDE (run, trace_id) FROM kernels WHERE run = '{run}' "
+                    "ORDER BY event_index") for run in ("one", "two"))
+    assert one == two and len(one) == 2000
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_corruption_deep_in_a_chunked_file_names_its_byte(jobs, tracewh, tmp_path, warehouse,
                                                           monkeypatch):

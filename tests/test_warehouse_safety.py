@@ -207,20 +207,20 @@ def test_an_ingest_on_a_full_disk_shows_each_file_s_error(tracewh, copied, monke
     write tracewh.duckdb: each file's own error is on its line, the summary says what was
     committed, and the refresh's error comes last."""
     from tracewh import derived
-    from tracewh.ingest import pipeline
+    from tracewh.ingest.writer import PartFiles
 
-    write_part, first = pipeline.write_part, []
+    write, first = PartFiles.write, []
 
-    def fills_up(staging, name, part, table):
-        first[:] = first or [staging]
-        if staging != first[0]:
+    def fills_up(files, name, table):
+        first[:] = first or [files.directory]
+        if files.directory != first[0]:
             raise OSError(errno.ENOSPC, NO_SPACE)
-        return write_part(staging, name, part, table)
+        return write(files, name, table)
 
     def no_space(*_):
         raise OSError(errno.ENOSPC, NO_SPACE)
 
-    monkeypatch.setattr(pipeline, "write_part", fills_up)
+    monkeypatch.setattr(PartFiles, "write", fills_up)
     monkeypatch.setattr(derived, "write_duckdb_file", no_space)
     lines = tracewh("ingest", *DLRM[2:5], "--run", "b", "--jobs", "1",
                     expect=2).output.splitlines()

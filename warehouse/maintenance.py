@@ -6,7 +6,8 @@ leave every row as it was. A commit retires files (a --replace, an optimize, a r
 commit, a delete) without deleting them, because snapshots taken
 before it still read them; `vacuum` deletes those retired longer ago than the retention, and
 files no commit ever named (left by a killed ingest). `optimize` merges the files of each
-trace in a table (a large trace is written one file per chunk) into files of up to
+trace in a table (a large trace is written one file per ingest worker, and was one per chunk
+before 2026-12-03) into files of up to
 TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
 (`dataChange: false`), then a new pointer.
 
@@ -26,7 +27,7 @@ from .delta import DataFile
 from .derived import mark_for_recompute, refresh_derived
 from .errors import HINT, FollowUpFailed, UsageError
 from .marts import mart_paths
-from .parquet import write_options
+from .parquet import parquet_writer
 from .schema import TABLES
 from .scope import check_runs
 
@@ -290,7 +291,7 @@ def _merge(table_path, group, version):
                 f"{layout.merged_file(first.trace_id, version)}")
     schema = pq.read_schema(table_path / first.path)
     rows = 0
-    with pq.ParquetWriter(table_path / relative, schema, **write_options(schema)) as writer:
+    with parquet_writer(table_path / relative, schema) as writer:
         for data_file in group:
             table = pq.read_table(table_path / data_file.path)
             writer.write_table(table)

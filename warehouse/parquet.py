@@ -35,3 +35,9 @@ def write_options(schema):
 def write_table(table, path):
     """Write `table` to `path` with tracewh's options."""
     pq.write_table(table, path, **write_options(table.schema))
+
+
+def parquet_writer(path, schema):
+    """A writer of a file of `schema` at `path` with tracewh's options, a row group for each
+    table it is given."""
+    return pq.ParquetWriter(path, schema, **write_options(schema))

@@ -16,6 +16,7 @@ import sqlalchemy
 from tracewh import delta
 from tracewh.catalog import Catalog
 from tracewh.derived import DONE_FILE
+from tracewh.layout import MARTS_DIR
 from tracewh.duckdb_file import FILE_NAME
 from tracewh.marts import MARTS, mart_path
 
@@ -69,6 +70,27 @@ def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh,
     assert library.open(two_runs).query(mixed)[0][1] == computed and len(computed) == 2
     assert tracewh("query", "SELECT run, count(*) AS ranks FROM overlap GROUP BY run "
                    "ORDER BY run", "--format", "csv").stdout == "run,ranks\na,8\nb,3\n"
+
+
+def test_a_question_of_marts_alone_lists_no_table_s_files(two_runs, monkeypatch):
+    """Listing the tables' files (8,000 each at 1,000 runs) and binding their views took 3.6 s
+    of the 4.9 s of an all-runs question of `overlap`: its mart alone is read. A question of
+    a mart and a table lists that table only."""
+    import tracewh as library
+
+    listed, live_paths = [], delta.live_paths
+
+    def listing(path, version, runs=None):
+        if path.parent.name != MARTS_DIR:  # a mart's files are what is read
+            listed.append(path.name)
+        return live_paths(path, version, runs)
+
+    monkeypatch.setattr(delta, "live_paths", listing)
+    rows = library.open(two_runs).query("SELECT run, avg(overlap_ratio) FROM overlap "
+                                        "GROUP BY run ORDER BY run")[0][1]
+    assert [run for run, _ in rows] == ["a", "b"] and listed == []
+    library.open(two_runs).query("SELECT count(*) FROM kernels JOIN overlap USING (run)")
+    assert listed == ["kernels"]
 
 
 @pytest.mark.parametrize("stale", ["other rules", "rules edited", "refresh failed",

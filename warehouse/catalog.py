@@ -141,7 +141,8 @@ class Snapshot:
     def _each_table(self, root, read, tables=None):
         # Tables of the snapshot only: a warehouse being created has some tables already
         # and no pointer yet (its snapshot is empty).
-        tables = [name for name in tables or TABLES if name in self.versions]
+        tables = [name for name in (TABLES if tables is None else tables)
+                  if name in self.versions]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
             found = pool.map(lambda name: read(Path(root) / name, self.versions[name]), tables)
             return dict(zip(tables, found))

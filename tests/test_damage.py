@@ -140,12 +140,13 @@ def test_a_deleted_data_file_is_named_with_its_trace_and_the_repair(tracewh, war
                                                                    damaged, sql):
     (gone,) = (warehouse / "kernels" / "run=r1").rglob("*.parquet")
     gone.unlink()
-    error = one_line_error(tracewh("query", "SELECT count(*) FROM traces", expect=None),
+    error = one_line_error(tracewh("query", "SELECT count(*) FROM kernels", expect=None),
                            f"{gone}: missing: a file of trace {damaged['r1']['trace_id']} "
                            f"{damaged['where']}", damaged["repair"])
     assert "IO Error" not in error
     assert sql("SELECT count(*) AS n FROM kernels WHERE run = 'r0'") == [
         {"n": damaged["kernels"]["r0"]}]  # a query of another run reads no missing file
+    assert sql("SELECT count(*) AS n FROM traces") == [{"n": 2}]  # nor one of another table
     tracewh("ingest", RANKS[1], "--run", "r1", "--phase", "train", "--rank",
             damaged["r1"]["rank"], "--replace")
     assert sql("SELECT count(*) AS n FROM kernels WHERE run = 'r1'") == [

@@ -187,10 +187,10 @@ class Warehouse:
         if source is None:
             marts = (self.current_marts() if names is None or set(names) & set(MARTS)
                      else {})  # no mart read: no mart's log read
-            # a question of a mart lists the files of the other tables it reads only (the
-            # check of every table's counts goes with them: it reads none); others list all
+            # only the tables read, but for the marts read instead: listing and binding all
+            # 13 over 8,000 files each took 2.5 s of an all-runs count of kernels
             tables = (tables_read_by(*(name for name in names if name not in marts))
-                      if modules is not None and set(names) & set(marts) else None)
+                      if modules is not None else None)
             return self._connect(None, tables, allow_write, modules, marts)
         runs, name = source
         return self.connect(runs, tables_read_by(name), modules=modules)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from .integrity import check_counts, missing_file_error
+from .integrity import EVENT_TABLES, check_counts, missing_file_error
 from .layout import MARTS_DIR
 from .query import define_library
 from .schema import TABLES
@@ -29,7 +29,8 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     only: DuckDB reads the Hive partition values of every file a view lists each time the
     view is bound (0.09 s per 8,000 files), so a question about two runs of a thousand is
     asked of those two. With `tables`, only those tables' files are listed (the others look
-    empty): for a query that reads no other. The connection is `confine`d to the
+    empty): for a query that reads no other. The event tables' row counts are checked
+    against the traces' (see `integrity.check_counts`) when every run of them is read. The connection is `confine`d to the
     warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
     the network, extensions, settings). `peaks`: the device peaks (the defaults unless
     given). With `modules`, only those library modules are defined (see
@@ -37,7 +38,7 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     answered from their marts. The caller has checked the warehouse (see `api.Warehouse`)."""
     root = catalog.root
     paths = snapshot.paths(root, runs, tables)
-    if tables is None:  # every table listed: counting their rows costs no more reading
+    if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):
         check_counts(root, snapshot, runs)
     connection = duckdb.connect()
     connection.execute("SET enable_progress_bar = false")  # it would mix into the output

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from . import delta
 from .delta import DataFile
@@ -187,6 +186,10 @@ def _commit(path, plan, rows, info):
                               written.size))
 
     if rows.num_rows:
+        # imported here: pyarrow.dataset imports pandas where it is installed (~0.3 s), a
+        # cost every command would pay, not only those that write marts
+        import pyarrow.dataset as ds
+
         ds.write_dataset(rows, str(path), format="parquet", partitioning=["run"],
                          partitioning_flavor="hive", existing_data_behavior="overwrite_or_ignore",
                          basename_template=f"{uuid.uuid4().hex}-{{i}}.parquet",

@@ -4,8 +4,7 @@ One file: its chunks are normalised in worker processes when it is large (the JS
 column building are CPU-bound), each worker writing the chunks it takes into one part file per
 table in a staging directory. Several files: each is staged whole by one worker, `jobs` at a
 time. This process commits each staged file to the catalog, which makes every table's rows
-visible at once. A file that fails leaves nothing
-behind; the others go on unless `strict`.
+visible at once. A file that fails leaves nothing behind; the others go on unless `strict`.
 """
 
 import concurrent.futures

@@ -1,15 +1,15 @@
 """Staging one trace's Parquet files: one part file per table for each process that
 normalised some of its chunks, a row group per chunk.
 
-Parts are written by the worker that normalised the chunks, so the parent process only reads
-and cuts the JSON. A trace is stored in as many files per table as there were workers, not one
-per chunk: DuckDB opens the files of a scan one after another, and the 17 part files per table
-of a 254 MB trace made the views over 64 such ranks twice as slow as one file each
-(collective_instances 3.3 s against 1.7 s). Event indexes come from the reader (it counts the events of each chunk), and
-timestamps are shifted by the trace's base time. Newer Kineto writes `baseTimeNanoseconds` after
-the events, so the base is guessed before reading, from the file's tail when it can be read
-cheaply, and the parts are rewritten in the rare case the guess was wrong (gzipped newer
-Kineto traces).
+Parts are written by the worker that normalised the chunks, so the parent process only reads and
+cuts the JSON. A trace is stored in as many files per table as there were workers, not one per
+chunk: DuckDB opens the files of a scan one after another, and the 17 part files per table of a
+254 MB trace made the views over 64 such ranks twice as slow as one file each
+(collective_instances 3.3 s against 1.7 s). Event indexes come from the reader (it counts the
+events of each chunk), and timestamps are shifted by the trace's base time. Newer Kineto writes
+`baseTimeNanoseconds` after the events, so the base is guessed before reading, from the file's
+tail when it can be read cheaply, and the parts are rewritten in the rare case the guess was
+wrong (gzipped newer Kineto traces).
 """
 
 import re

@@ -25,17 +25,17 @@ from .table_sql import files_variable, table_view_sql
 def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False, peaks=None,
             modules=None, marts=None):
     """An in-memory DuckDB connection with every table and library view defined, over
-    `snapshot` of the warehouse `catalog` with the kernel `rules`, or over some runs of it
-    only: DuckDB reads the Hive partition values of every file a view lists each time the
-    view is bound (0.09 s per 8,000 files), so a question about two runs of a thousand is
-    asked of those two. With `tables`, only those tables' files are listed (the others look
-    empty): for a query that reads no other. The event tables' row counts are checked
-    against the traces' (see `integrity.check_counts`) when every run of them is read. The connection is `confine`d to the
-    warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
-    the network, extensions, settings). `peaks`: the device peaks (the defaults unless
-    given). With `modules`, only those library modules are defined (see
-    `library.modules_read_by`). `marts` ({view: files}, see `derived.current_marts`): views
-    answered from their marts. The caller has checked the warehouse (see `api.Warehouse`)."""
+    `snapshot` of the warehouse `catalog` with the kernel `rules`, or over some runs of it only:
+    DuckDB reads the Hive partition values of every file a view lists each time the view is
+    bound (0.09 s per 8,000 files), so a question about two runs of a thousand is asked of those
+    two. With `tables`, only those tables' files are listed (the others look empty): for a query
+    that reads no other. The event tables' row counts are checked against the traces' (see
+    `integrity.check_counts`) when every run of them is read. The connection is `confine`d to
+    the warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
+    the network, extensions, settings). `peaks`: the device peaks (the defaults unless given).
+    With `modules`, only those library modules are defined (see `library.modules_read_by`).
+    `marts` ({view: files}, see `derived.current_marts`): views answered from their marts. The
+    caller has checked the warehouse (see `api.Warehouse`)."""
     root = catalog.root
     paths = snapshot.paths(root, runs, tables)
     if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):

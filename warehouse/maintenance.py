@@ -3,12 +3,11 @@ files), delete (remove a run) and repair (remove what no command can read).
 
 Each holds the writers' lock across everything it commits and its refresh; vacuum and optimize
 leave every row as it was. A commit retires files (a --replace, an optimize, a rolled-back
-commit, a delete) without deleting them, because snapshots taken
-before it still read them; `vacuum` deletes those retired longer ago than the retention, and
-files no commit ever named (left by a killed ingest). `optimize` merges the files of each
-trace in a table (a large trace is written one file per ingest worker, and was one per chunk
-before 2026-12-03) into files of up to
-TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
+commit, a delete) without deleting them, because snapshots taken before it still read them;
+`vacuum` deletes those retired longer ago than the retention, and files no commit ever named
+(left by a killed ingest). `optimize` merges the files of each trace in a table (a large trace
+is written one file per ingest worker, and was one per chunk before 2026-12-03) into files of up
+to TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do not change data
 (`dataChange: false`), then a new pointer.
 
 `repair` removes the traces an earlier tracewh committed under a partition value Delta cannot

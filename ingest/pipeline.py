@@ -33,8 +33,9 @@ from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
+from .steps import step_table
 from .sources import file_digest, json_size_limit, open_trace, stored_position
-from .summaries import KernelSummary, combine_summaries, summarize_chunk
+from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, rebase_part, shift_times,
                      write_part, write_whole)
@@ -390,13 +391,17 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
         for name, numbers in parts.items():
             for part in numbers:
                 rebase_part(staging, name, part, base_time - base_guess)
-    interval_rules = ""
+    interval_rules, summaries = "", {}
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-        for name, table in summaries.items():
-            write_part(staging, name, 0, table)
-            parts[name] = [0]
+    steps = step_table(staging, parts, trace_id, summaries.get("gpu_intervals"),
+                       interval_rules or default_fingerprint())
+    if steps is not None:
+        summaries["step_time"] = steps
+    for name, table in summaries.items():
+        write_part(staging, name, 0, table)
+        parts[name] = [0]
     secrets = staged.secrets
     if not options.keep_secrets:
         metadata, found = redact(metadata)

@@ -82,6 +82,11 @@ def _default_rules():
     return rules, rules_fingerprint(rules)
 
 
+def default_fingerprint():
+    """The fingerprint of the default kernel rules, which the stored classes follow."""
+    return _default_rules()[1]
+
+
 @functools.cache
 def _default_class(category, name):
     """classify() under the default rules, remembered: every chunk holds mostly the same names."""
@@ -110,7 +115,7 @@ def combine_summaries(summaries, trace_id, delta=0):
     KernelSummary of each of its chunks, with times shifted by `delta` ns (the base time was
     guessed wrong while the chunks were read), and the fingerprint of the rules behind the
     classes."""
-    fingerprint = _default_rules()[1]
+    fingerprint = default_fingerprint()
     names = _distinct_rows(pa.concat_tables([summary.names for summary in summaries]))
     merged = {}
     for kind in KINDS:

@@ -19,7 +19,13 @@
 --   mixed                 otherwise
 -- Steps with no duration are left out; a step with no GPU activity is host_bound.
 --
--- Reads: cpu_ops, kernels, gpu_intervals, _launch_calls, _rank_class_intervals
+-- A trace's figures never change after ingest: they are measured then (`step_time`, the
+-- same rules written without SQL), and read for a rank whose only capture is that trace
+-- under the default kernel rules. The other ranks (several captures, whose GPU time pools
+-- in a step's window; traces ingested before `step_time` existed; other rules) are measured
+-- here in ordered passes over their kernels, the same figures.
+--
+-- Reads: traces, cpu_ops, kernels, runtime, gpu_intervals, _rank_class_intervals, _step_time
 --
 -- Columns:
 --   run, phase, rank       partition
@@ -41,18 +47,51 @@
 --                          when none has a launch)
 --   verdict                gpu_bound, host_bound, communication_bound or mixed
 CREATE OR REPLACE VIEW step_bottleneck AS
-WITH steps AS (
-  SELECT run, phase, rank, trace_id, event_index, name AS step, ts_ns AS start_ns,
-         ts_ns + dur_ns AS end_ns
-  FROM cpu_ops
-  WHERE name LIKE 'ProfilerStep#%' AND dur_ns > 0
+WITH captures AS (
+  SELECT run, phase, rank, count(*) AS traces
+  FROM traces
+  GROUP BY run, phase, rank
+),
+stored_ranks AS (
+  SELECT DISTINCT s.run, s.phase, s.rank
+  FROM _step_time AS s
+  JOIN captures AS c ON c.run = s.run AND c.phase = s.phase AND c.rank = s.rank
+  WHERE c.traces = 1
+),
+live_ranks AS (
+  SELECT c.run, c.phase, c.rank
+  FROM captures AS c
+  LEFT JOIN stored_ranks AS s ON s.run = c.run AND s.phase = c.phase AND s.rank = c.rank
+  WHERE s.rank IS NULL
+),
+steps AS (
+  SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.name AS step,
+         o.ts_ns AS start_ns, o.ts_ns + o.dur_ns AS end_ns
+  FROM cpu_ops AS o
+  JOIN live_ranks AS r ON r.run = o.run AND r.phase = o.phase AND r.rank = o.rank
+  WHERE o.name LIKE 'ProfilerStep#%' AND o.dur_ns > 0
+),
+step_ranks AS (
+  SELECT DISTINCT run, phase, rank FROM steps
+),
+-- _launch_calls' rule (the earliest call of a correlation id), over the ranks measured here
+-- only: the engine does not carry the rank restriction into the helper's grouping, which
+-- would group every runtime call of the warehouse.
+launches AS (
+  SELECT c.run, c.phase, c.rank, c.trace_id, c.correlation, min(c.ts_ns) AS launch_ts_ns,
+         min_by(c.dur_ns, c.ts_ns) AS launch_dur_ns
+  FROM runtime AS c
+  JOIN step_ranks AS r ON r.run = c.run AND r.phase = c.phase AND r.rank = c.rank
+  WHERE c.correlation IS NOT NULL AND c.correlation <> 0
+  GROUP BY c.run, c.phase, c.rank, c.trace_id, c.correlation
 ),
 work AS (
   SELECT k.run, k.phase, k.rank, k.trace_id, k.ts_ns AS start_ns, k.ts_ns + k.dur_ns AS end_ns,
          l.launch_ts_ns, least(coalesce(l.launch_ts_ns, k.ts_ns), k.ts_ns) AS fed_ns,
          CASE WHEN k.dur_ns < l.launch_dur_ns THEN 1 ELSE 0 END AS short
   FROM kernels AS k
-  LEFT JOIN _launch_calls AS l
+  JOIN step_ranks AS r ON r.run = k.run AND r.phase = k.phase AND r.rank = k.rank
+  LEFT JOIN launches AS l
     ON l.run = k.run AND l.phase = k.phase AND l.rank = k.rank AND l.trace_id = k.trace_id
    AND l.correlation = k.correlation
   WHERE k.category IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'mtia_ccp_events')
@@ -76,7 +115,9 @@ class_reach AS (
          max(CASE WHEN side = 'second' THEN end_ns END) OVER (
            PARTITION BY run, phase, rank ORDER BY start_ns, end_ns
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS second_until
-  FROM _rank_class_intervals
+  FROM (SELECT i.*
+        FROM _rank_class_intervals AS i
+        JOIN step_ranks AS r ON r.run = i.run AND r.phase = i.phase AND r.rank = i.rank) AS c
 ),
 -- Disjoint pieces of each union (each interval's part past the reach of those before it).
 -- A union's length before time t is then the pieces' running length minus the part of the
@@ -95,9 +136,10 @@ trace_marks AS (
   WHERE launch_ts_ns < start_ns
     AND start_ns > greatest(launch_ts_ns, coalesce(pending_until, launch_ts_ns))
   UNION ALL
-  SELECT trace_id, start_ns, 1, 'busy', end_ns, 0, 0, 0
-  FROM gpu_intervals
-  WHERE kind = 'busy' AND end_ns > start_ns
+  SELECT i.trace_id, i.start_ns, 1, 'busy', i.end_ns, 0, 0, 0
+  FROM gpu_intervals AS i
+  JOIN step_ranks AS r ON r.run = i.run AND r.phase = i.phase AND r.rank = i.rank
+  WHERE i.kind = 'busy' AND i.end_ns > i.start_ns
   UNION ALL
   SELECT trace_id, coalesce(launch_ts_ns, start_ns), 1, 'launch', CAST(NULL AS BIGINT), 1,
          CASE WHEN launch_ts_ns IS NULL THEN 0 ELSE 1 END,
@@ -186,6 +228,15 @@ figures AS (
     ON ra.run = s.run AND ra.phase = s.phase AND ra.rank = s.rank AND ra.t = s.start_ns
   LEFT JOIN rank_at AS rb
     ON rb.run = s.run AND rb.phase = s.phase AND rb.rank = s.rank AND rb.t = s.end_ns
+  UNION ALL
+  SELECT t.run, t.phase, t.rank, t.trace_id, t.event_index, t.step, t.start_ns, t.end_ns,
+         t.end_ns - t.start_ns AS dur_ns, t.kernels, t.gpu_busy_ns, t.host_wait_ns,
+         t.empty_queue_ns, t.exposed_comm_ns,
+         CASE WHEN t.kernels_with_launch > 0
+              THEN CAST(t.short_kernels AS DOUBLE) / t.kernels_with_launch
+         END AS short_kernel_share
+  FROM _step_time AS t
+  JOIN stored_ranks AS r ON r.run = t.run AND r.phase = t.phase AND r.rank = t.rank
 ),
 shares AS (
   SELECT *,

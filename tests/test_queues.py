@@ -4,7 +4,7 @@ verdicts with the figures behind them."""
 
 import pytest
 
-from .conftest import EXAMPLES, load_reference, shared
+from .conftest import EXAMPLES, connect, load_reference, shared
 from .reference_resources import queue_summaries, step_figures
 
 VLLM = "tracelens/inference/vllm_decode_full_graph_execution.json.gz"
@@ -76,3 +76,42 @@ def test_inference_step_is_host_bound(tracewh, sql):
     (expected,) = step_figures(load_reference(path)).values()
     assert {k: row[k] for k in expected} == pytest.approx(expected)
     assert row["verdict"] == "host_bound" and row["gpu_busy_share"] < 0.2
+
+
+STEP_ROWS = "SELECT * FROM step_bottleneck ORDER BY run, rank, trace_id, event_index"
+# A rule no kernel name matches: the classes are the defaults', but the figures stored at
+# ingest no longer hold for the rules, so every step is measured live.
+NO_OP_RULES = '[[class]]\npattern = "no kernel is named this"\nclass = "communication"\n'
+
+
+@pytest.mark.parametrize("path", [
+    "deepseek-profile-data/train.json",
+    "tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz",
+    HTA, VLLM])
+def test_steps_measured_at_ingest_equal_the_live_measure(path, tracewh, warehouse, tmp_path):
+    """step_bottleneck reads the figures step_time stored at ingest for a rank of one
+    capture; measured live from the kernels (other rules), the rows are the same."""
+    tracewh("ingest", EXAMPLES, "--run", "dlrm")
+    tracewh("ingest", shared(path), "--run", "trace")
+    rules = tmp_path / "rules.toml"
+    rules.write_text(NO_OP_RULES)
+    stored = connect(warehouse).execute(STEP_ROWS).fetchall()
+    live = connect(warehouse, rules).execute(STEP_ROWS).fetchall()
+    assert stored == live and len(stored) >= 8  # DLRM's 8 steps and the trace's
+    (count,) = connect(warehouse).execute("SELECT count(*) FROM step_time").fetchone()
+    assert count == len(stored)
+
+
+def test_a_rank_captured_twice_is_measured_live(tracewh, sql):
+    """Two captures of one rank pool their GPU time in each other's steps: their steps are
+    measured live, with each trace's own figures as stored and the classes of both."""
+    first, second = sorted(EXAMPLES.glob("*.gz"))[:2]
+    tracewh("ingest", first, "--run", "twice", "--rank", "0")
+    tracewh("ingest", second, "--run", "twice", "--rank", "0")
+    own = ("kernels", "gpu_busy_ns", "host_wait_ns", "empty_queue_ns")
+    rows = sql("SELECT * FROM step_bottleneck ORDER BY trace_id")
+    stored = sql("SELECT * FROM step_time ORDER BY trace_id")
+    assert len(rows) == len(stored) == 2
+    assert [{k: r[k] for k in own} for r in rows] == [{k: r[k] for k in own} for r in stored]
+    # The two ranks' steps overlap in time: each step's window holds the other's NCCL time
+    assert [r["exposed_comm_ns"] for r in rows] != [r["exposed_comm_ns"] for r in stored]

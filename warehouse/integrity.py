@@ -21,7 +21,7 @@ from .catalog import TRACES
 from .errors import HINT, WarehouseError
 
 # The tables of a trace's events; the others are derived from them (kernel_names,
-# gpu_intervals, gpu_time), or from its top-level keys (devices, traces).
+# gpu_intervals, gpu_time, step_time), or from its top-level keys (devices, traces).
 EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
                 "other_events")
 _TRACE_ID = r"(?:^|/)(?P<trace_id>[^/]+?)-[^/]*$"  # every file is <trace_id>-<part>.parquet

@@ -187,6 +187,25 @@ TABLES = {
                   _c("comm_or_compute_ns", I64, "length of the union of both, ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("step_time", "each trace's ProfilerStep#N windows measured at ingest (see "
+              "step_bottleneck, which reads these for a rank of one capture)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("event_index", I64, "the step's event in cpu_ops"),
+                  _c("step", STR, "its name (ProfilerStep#N)"),
+                  _c("start_ns", I64, "its start on the CPU, ns"),
+                  _c("end_ns", I64, "its end, ns"),
+                  _c("kernels", I64, "GPU work launched in it (its launch, else its start, "
+                     "inside)"),
+                  _c("kernels_with_launch", I64, "those with a launch in the trace"),
+                  _c("short_kernels", I64, "those that ran shorter than their launch call"),
+                  _c("gpu_busy_ns", I64, "GPU activity in it (busy union), ns"),
+                  _c("host_wait_ns", I64, "the GPU idle with nothing launched waiting, ns"),
+                  _c("empty_queue_ns", I64, "nothing launched waiting to start, ns"),
+                  _c("exposed_comm_ns", I64, "communication with no computation beside it "
+                     "(default rules), ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

@@ -1,0 +1,165 @@
+"""The per-trace table `step_time`: what bounds each ProfilerStep#N, measured once at ingest.
+
+`step_bottleneck` measures, in each step's CPU window, four unions (GPU busy time, the time
+launched work was waiting or running, the time work was waiting to start, communication
+with no computation beside it) and counts the GPU work launched in it. In SQL that is an
+ordered window pass over every kernel of the rank, ~10 s over 64 ranks of DeepSeek's trace;
+the figures of a trace never change after ingest, so they are measured here from the staged
+parts (a few columns of kernels, runtime and cpu_ops read back) and the trace's merged
+intervals, and the view reads them (for a rank whose only capture is this trace, under the
+default kernel rules: see sql/step_bottleneck.sql). The rules are the view's, written here
+without SQL:
+
+- GPU work: kernels of category kernel, gpu_memcpy, gpu_memset or mtia_ccp_events with a
+  duration; its launch the runtime call of the trace with its correlation id (not 0), the
+  earliest (then the first in the file) when several carry it;
+- fed: [min(launch, start), end) of each piece of work; pending: [launch, start) where the
+  launch came before the start; busy and the classes: the trace's gpu_intervals;
+- a step counts the work whose launch (else start) lies in [start, end).
+"""
+
+import bisect
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tracewh.layout import staged_name
+from tracewh.schema import TABLES
+
+from .summaries import CLASS_KINDS, merge
+
+WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
+STEP_PREFIX = "ProfilerStep#"
+
+
+def step_table(staging, parts, trace_id, intervals, rules):
+    """The trace's step_time rows (None when it has no ProfilerStep with a duration), from its
+    staged `parts` ({table: part numbers}) and its gpu_intervals table (None: no GPU
+    activity)."""
+    steps = _steps(_read(staging, "cpu_ops", parts, ["event_index", "name", "ts_ns", "dur_ns"]))
+    if steps is None:
+        return None
+    work = _work(_read(staging, "kernels", parts, ["category", "ts_ns", "dur_ns", "correlation"]),
+                 _read(staging, "runtime", parts, ["event_index", "ts_ns", "dur_ns",
+                                                   "correlation"]))
+    kinds = _kinds(intervals)
+    fed = _union(pc.min_element_wise(work["fed"], work["start"]), work["end"])
+    waiting = work.filter(pc.fill_null(pc.less(work["launch"], work["start"]), False))
+    pending = _union(waiting["launch"], waiting["start"])
+    busy = _union(*kinds["busy"])
+    either = _union(*(pa.concat_arrays([kinds[kind][i] for kind in CLASS_KINDS])
+                      for i in (0, 1)))
+    computation = _union(*kinds["computation"])
+    marks = sorted(work["fed"].to_pylist())
+    linked = work.filter(pc.is_valid(work["launch"]))
+    with_launch = sorted(linked["launch"].to_pylist())
+    short = sorted(linked.filter(linked["short"])["launch"].to_pylist())
+
+    rows = []
+    for index, name, start, end in steps:
+        dur = end - start
+        rows.append({
+            "trace_id": trace_id, "event_index": index, "step": name, "start_ns": start,
+            "end_ns": end, "kernels": _count(marks, start, end),
+            "kernels_with_launch": _count(with_launch, start, end),
+            "short_kernels": _count(short, start, end),
+            "gpu_busy_ns": busy.within(start, end),
+            "host_wait_ns": dur - fed.within(start, end),
+            "empty_queue_ns": dur - pending.within(start, end),
+            "exposed_comm_ns": either.within(start, end) - computation.within(start, end),
+            "rules": rules})
+    return pa.Table.from_pylist(rows, TABLES["step_time"].schema)
+
+
+def _read(staging, name, parts, columns):
+    tables = [pq.read_table(staging / staged_name(name, part), columns=columns)
+              for part in parts.get(name, ())]
+    if not tables:
+        schema = TABLES[name].schema
+        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
+    return pa.concat_tables(tables)
+
+
+def _steps(cpu_ops):
+    """[(event_index, name, start, end)] of the ProfilerStep#N events with a duration."""
+    mask = pc.and_(pc.fill_null(pc.starts_with(cpu_ops["name"], STEP_PREFIX), False),
+                   pc.fill_null(pc.greater(cpu_ops["dur_ns"], 0), False))
+    found = cpu_ops.filter(mask)
+    if not len(found):
+        return None
+    ends = pc.add(found["ts_ns"], found["dur_ns"])
+    return list(zip(found["event_index"].to_pylist(), found["name"].to_pylist(),
+                    found["ts_ns"].to_pylist(), ends.to_pylist()))
+
+
+def _work(kernels, runtime):
+    """The GPU work with its launch: start, end, launch (NULL: none), fed (the launch, else
+    the start) and short (it ran shorter than its launch call)."""
+    kernels = kernels.filter(pc.and_(pc.is_in(kernels["category"],
+                                              pa.array(WORK_CATEGORIES)),
+                                     pc.is_valid(kernels["dur_ns"])))
+    calls = runtime.filter(pc.fill_null(pc.not_equal(runtime["correlation"], 0), False))
+    calls = calls.sort_by([("correlation", "ascending"), ("ts_ns", "ascending"),
+                           ("event_index", "ascending")])
+    correlation = calls["correlation"]
+    first = pc.not_equal(correlation.slice(1), correlation.slice(0, len(correlation) - 1))
+    first = pa.concat_arrays([pa.array([True] * min(1, len(calls)), pa.bool_()),
+                              *first.chunks])
+    launches = calls.filter(first).select(["correlation", "ts_ns", "dur_ns"]).rename_columns(
+        ["correlation", "launch", "launch_dur"])
+    joined = kernels.join(launches, "correlation", join_type="left outer")
+    start = joined["ts_ns"]
+    launch = joined["launch"]
+    return pa.table({
+        "start": start, "end": pc.add(start, joined["dur_ns"]), "launch": launch,
+        "fed": pc.coalesce(launch, start),
+        "short": pc.fill_null(pc.less(joined["dur_ns"], joined["launch_dur"]), False)})
+
+
+def _kinds(intervals):
+    """{kind: (starts, ends)} of the trace's gpu_intervals (empty without any)."""
+    empty = pa.array([], pa.int64())
+    kinds = {kind: (empty, empty) for kind in ("busy", *CLASS_KINDS)}
+    if intervals is not None:
+        for kind in kinds:
+            rows = intervals.filter(pc.equal(intervals["kind"], kind))
+            kinds[kind] = (_array(rows["start_ns"]), _array(rows["end_ns"]))
+    return kinds
+
+
+def _union(starts, ends):
+    """The union of [starts[i], ends[i]) as a _Union. Intervals of no or negative length
+    cover nothing (the view's pieces leave them out, and an interval's end before its own
+    start never reaches past a later start)."""
+    keep = pc.fill_null(pc.greater(ends, starts), False)
+    return _Union(*merge(_array(pc.filter(starts, keep)), _array(pc.filter(ends, keep))))
+
+
+def _array(column):
+    if isinstance(column, pa.ChunkedArray):
+        return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+    return column
+
+
+def _count(sorted_times, start, end):
+    """How many of `sorted_times` lie in [start, end)."""
+    return bisect.bisect_left(sorted_times, end) - bisect.bisect_left(sorted_times, start)
+
+
+class _Union:
+    """Disjoint sorted intervals and the length of their union within any window."""
+
+    def __init__(self, starts, ends):
+        self.starts, self.ends = starts.to_pylist(), ends.to_pylist()
+        self.before = [0, *pc.cumulative_sum_checked(pc.subtract(ends, starts)).to_pylist()]
+
+    def until(self, t):
+        """Length of the union before time t."""
+        i = bisect.bisect_left(self.starts, t)  # intervals starting before t
+        if i == 0:
+            return 0
+        return self.before[i] - max(0, self.ends[i - 1] - t)
+
+    def within(self, start, end):
+        return self.until(end) - self.until(start)

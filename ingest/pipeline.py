@@ -396,7 +396,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
     steps = step_table(staging, parts, trace_id, summaries.get("gpu_intervals"),
-                       interval_rules or default_fingerprint())
+                       default_fingerprint())
     if steps is not None:
         summaries["step_time"] = steps
     for name, table in summaries.items():

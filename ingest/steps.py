@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from tracewh.layout import staged_name
 from tracewh.schema import TABLES
 
-from .summaries import CLASS_KINDS, merge
+from .summaries import CLASS_KINDS, contiguous, merge
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"
@@ -124,7 +124,7 @@ def _kinds(intervals):
     if intervals is not None:
         for kind in kinds:
             rows = intervals.filter(pc.equal(intervals["kind"], kind))
-            kinds[kind] = (_array(rows["start_ns"]), _array(rows["end_ns"]))
+            kinds[kind] = (contiguous(rows["start_ns"]), contiguous(rows["end_ns"]))
     return kinds
 
 
@@ -133,13 +133,7 @@ def _union(starts, ends):
     cover nothing (the view's pieces leave them out, and an interval's end before its own
     start never reaches past a later start)."""
     keep = pc.fill_null(pc.greater(ends, starts), False)
-    return _Union(*merge(_array(pc.filter(starts, keep)), _array(pc.filter(ends, keep))))
-
-
-def _array(column):
-    if isinstance(column, pa.ChunkedArray):
-        return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
-    return column
+    return _Union(*merge(contiguous(pc.filter(starts, keep)), contiguous(pc.filter(ends, keep))))
 
 
 def _count(sorted_times, start, end):

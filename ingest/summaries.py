@@ -99,10 +99,10 @@ def summarize_chunk(kernels):
         ["category", "name_id", "name"]).aggregate([])
     timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
     timed = _with_classes(timed, names)
-    starts = _array(timed["ts_ns"])
-    ends = pc.add(starts, _array(timed["dur_ns"]))
-    masks = {"busy": pc.not_equal(_array(timed["category"]), "gpu_user_annotation")}
-    masks.update((kind, pc.equal(_array(timed["class"]), kind)) for kind in CLASS_KINDS)
+    starts = contiguous(timed["ts_ns"])
+    ends = pc.add(starts, contiguous(timed["dur_ns"]))
+    masks = {"busy": pc.not_equal(contiguous(timed["category"]), "gpu_user_annotation")}
+    masks.update((kind, pc.equal(contiguous(timed["class"]), kind)) for kind in CLASS_KINDS)
     intervals = {}
     for kind, mask in masks.items():
         mask = pc.fill_null(mask, False)
@@ -178,7 +178,7 @@ def _with_classes(kernels, names):
     return keyed.join(classified, keys=["category", "name_key"], join_type="left outer")
 
 
-def _array(column):
+def contiguous(column):
     """One contiguous array of a (possibly chunked, possibly empty) column."""
     if isinstance(column, pa.ChunkedArray):
         return column.combine_chunks() if column.num_chunks else pa.array([], column.type)

@@ -13,6 +13,8 @@
    it takes many minutes and ~20 GB). The goal: each under 2 s over 64 ranks. They are timed
    again after `tracewh optimize` when it merged files (an ingest writes one file per table
    and worker, and merges a table's parts under 16 MB: this trace's tables are all one file).
+   DeepSeek's traces hold no memory events, so `memory_peaks` is timed again (with
+   `memory_events`) over 64 ranks of TraceLens's H100 trace scaled x64 (2.5M memory events).
 3. Huge trace (several minutes; TRACEWH_BENCH_QUICK=1 skips it): a ~2 GB trace ingests with
    peak RSS under 2 GB, the file streamed, not held whole.
 0. Many runs (first, needs only the bundled example): warehouses of 10 and 1,000 runs of the
@@ -41,6 +43,9 @@ from tracewh.maintenance import optimize
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TRAIN = SHARED / "traces" / "deepseek-profile-data" / "train.json"
+# TraceLens's H100 inference trace: 620 [memory] events (DeepSeek's have none)
+WITH_MEMORY = (SHARED / "traces" / "tracelens" / "h100"
+               / "Falconsai_nsfw_image_detection__1016002.json.gz")
 SCALE = SHARED / "tools" / "scale_trace.py"
 
 # Peak RSS: this process's VmHWM (ru_maxrss would include the parent's size, inherited by the
@@ -108,9 +113,10 @@ def _run(body, args, source, python=None):
                           env={**os.environ, "PYTHONPATH": str(source)}).stdout.splitlines()
 
 
-def generate(copies, directory):
-    target = Path(directory) / f"train_x{copies}.json"
-    subprocess.run([sys.executable, str(SCALE), str(TRAIN), str(target), str(copies)], check=True)
+def generate(copies, directory, source=TRAIN):
+    target = Path(directory) / f"{source.name.split('.')[0]}_x{copies}.json"
+    subprocess.run([sys.executable, str(SCALE), str(source), str(target), str(copies)],
+                   check=True)
     return target
 
 
@@ -236,6 +242,22 @@ def bench_views(warehouse):
         time_views(warehouse, "after optimize: one file per table and trace")
 
 
+def bench_memory(directory):
+    """memory_peaks where there is memory to look at: TraceLens's H100 trace scaled x64
+    (39,680 [memory] events) on 64 ranks; and memory_events, the per-event view, beside it."""
+    trace = generate(64, directory, WITH_MEMORY)
+    warehouse = Path(directory) / "memory-warehouse"
+    measure_ingest(trace, warehouse)
+    trace.unlink()
+    events = fan_out(warehouse, 64)
+    connection = Warehouse(warehouse).connect(marts=False)
+    memory = connection.execute("SELECT count(*) FROM instants WHERE name = '[memory]'").fetchone()
+    print(f"\n== memory views over 64 ranks of TraceLens H100 x64, {events:,} events, "
+          f"{memory[0]:,} memory events ==")
+    time_view(connection, "memory_peaks", "goal < 2 s")
+    time_view(connection, "memory_events", "one row per event, with its op")
+
+
 def time_views(warehouse, layout):
     print(f"-- {layout}")
     connection = Warehouse(warehouse).connect(marts=False)
@@ -350,6 +372,8 @@ def main():
                                 str(previous)], capture_output=True)
         bench_views(warehouse)
         trace.unlink()
+        if WITH_MEMORY.exists():
+            bench_memory(directory)
         if not os.environ.get("TRACEWH_BENCH_QUICK"):
             huge = generate(512, directory)
             size = huge.stat().st_size

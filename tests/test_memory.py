@@ -79,6 +79,12 @@ def test_peaks_on_h100_and_mi300(falconsai):
     assert figures[("mi300", "hip", 0)][:2] == (272628736, 291504128)
     assert {(r["run"], r["device_kind"]): r["op_name"] for r in got}[("h100", "cuda")] \
         == "aten::gelu"
+    # memory_peaks looks the op up for its peak rows alone: the same op memory_events gives.
+    ops = {(r["trace_id"], r["event_index"]): (r["op_event_index"], r["op_name"])
+           for r in rows(warehouse, "SELECT * FROM memory_events")}
+    assert all(ops[(r["trace_id"], r["event_index"])] == (r["op_event_index"], r["op_name"])
+               for r in got)
+    assert sum(r["op_name"] is not None for r in got) == 3
 
 
 def test_peaks_per_step_and_allocations(falconsai):
@@ -173,6 +179,24 @@ def test_hand_made_trace(tmp_path, tracewh, sql):
         {"status": "not_freed", "addr": 12, "bytes": 16, "lifetime_ns": None,
          "op_name": "ProfilerStep#2"},
     ]
+
+
+def test_partial_overlap_is_matched_by_containment(tmp_path, tracewh, sql):
+    # Thread 2's ops overlap without nesting (B starts inside A and outlives it), so the call
+    # tree's parent of the event at 350 would be A, which ended at 340: that thread is matched
+    # by time containment. Thread 1 nests and keeps the tree's answer.
+    events = [
+        _op("A", 300, 40, pid=2), _op("B", 320, 40, pid=2),
+        _memory(330, 2, 100, 100, 200, 1), _memory(350, 2, 50, 150, 200, 2),
+        _memory(370, 2, -150, 0, 200, 1),
+        _op("outer", 300, 100), _op("inner", 310, 10), _memory(315, 1, 8, 158, 200, 3),
+    ]
+    tracewh("ingest", _trace(tmp_path / "tangled.json", events), "--run", "t", "--rank", "0")
+    assert [(r["pid"], r["ts_ns"], r["op_name"]) for r in sql(
+        "SELECT pid, ts_ns, op_name FROM memory_events ORDER BY ts_ns")] == [
+        ("1", 315_000, "inner"), ("2", 330_000, "B"), ("2", 350_000, "B"), ("2", 370_000, None)]
+    assert [(r["peak_allocated_bytes"], r["op_name"]) for r in sql(
+        "SELECT * FROM memory_peaks")] == [(158, "inner")]
 
 
 def test_report_draws_the_memory_curve(falconsai, tmp_path):

@@ -165,11 +165,14 @@ def _start_workers(pool, jobs):
 def _start_worker(parent, feed, stop):
     global _lanes
     _lanes = (feed, stop)
-    _die_with(parent)
+    die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _die_with(parent):
+def die_with(parent=None):
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux; elsewhere nothing):
+    in a child before exec, it outlives no killed parent. With `parent`, exit at once if that
+    parent is already gone."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

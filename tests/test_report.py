@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from tracewh.ingest.workers import die_with
+
 from .conftest import EXAMPLES, ROOT, shared
 
 CHROMIUM = shutil.which("chromium")
@@ -90,10 +92,12 @@ def test_a_64_rank_report_stays_under_5_mb(warehouse, tmp_path):
 
 
 def chromium(*arguments, timeout=120):
+    """Headless Chromium's run, ended with this process even when it is SIGKILLed."""
     return subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", *arguments], capture_output=True, text=True, timeout=timeout)
+         "--hide-scrollbars", *arguments], capture_output=True, text=True, timeout=timeout,
+        preexec_fn=die_with)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")

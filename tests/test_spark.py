@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tracewh.ingest.workers import die_with
 from tracewh.dialects import describe_macros, script, script_text, spark_omitted
 from tracewh.library import library_modules_in_order, parameter_types, public_library
 from tracewh.catalog import EMPTY_SNAPSHOT
@@ -268,12 +269,12 @@ def test_spark_sql_runs_the_printed_script(multi_run, tmp_path):
     script.write_text(printed.output + "SELECT run, phases FROM runs ORDER BY run;\n"
                       f"SELECT count(*) FROM {SCRIPT_QUERY};\n")
     # In the test's directory: spark-sql leaves metastore_db/, derby.log and spark-warehouse/
-    # where it runs.
+    # where it runs. Its JVM (the script execs java) dies with this process, even SIGKILLed.
     result = subprocess.run([str(spark_sql), "--conf", "spark.ui.enabled=false",
                              "--driver-memory", "4g",
                              "--conf", "spark.sql.autoBroadcastJoinThreshold=-1", "-f",
                              str(script)], capture_output=True, text=True, timeout=600,
-                            cwd=tmp_path)
+                            cwd=tmp_path, preexec_fn=die_with)
     assert result.returncode == 0, result.stderr[-2000:]
     # Spark logged a stack trace per table when its path was a glob (not a file or directory)
     assert "Exception" not in result.stderr, result.stderr[-2000:]

@@ -59,17 +59,17 @@ def refresh_derived(catalog):
         return DerivedRefresh(marts.runs, between - started, time.perf_counter() - between)
 
 
-def current_marts(catalog, snapshot, rules):
+def current_marts(catalog, snapshot, rules, only=None):
     """{mart: its files} of the marts that hold exactly their views' rows at `snapshot` under
     `rules`, for a query to read instead of computing the views over every file: the last
     refresh derived from this snapshot with these rules and no run waits to be computed
-    again. {} otherwise (the views are computed)."""
+    again. {} otherwise (the views are computed). With `only`, of those marts alone."""
     done = _read_json(catalog.state / DONE_FILE) or {}
     derived_from = _derived_from(snapshot, rules)
     if ({key: done.get(key) for key in derived_from} != derived_from
             or _read_json(catalog.state / RECOMPUTE_FILE)):
         return {}
-    return current_mart_files(catalog.root, snapshot, rules)
+    return current_mart_files(catalog.root, snapshot, rules, only)
 
 
 def _derived_from(snapshot, rules):

@@ -66,15 +66,16 @@ def mart_paths(root):
     return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
 
 
-def current_mart_files(root, snapshot, rules):
+def current_mart_files(root, snapshot, rules, only=None):
     """{mart: the paths of its live files} of the marts written from the library under
     `rules`, by the same tracewh, at `snapshot` or before it (a refresh committing meanwhile
     for a newer one makes its marts not current), whose newest commit is readable: the caller
     has established that the last refresh derived them from `snapshot`. Read only: a damaged
-    mart is left for the next refresh to make again (it is not current)."""
+    mart is left for the next refresh to make again (it is not current). With `only`, of
+    those marts alone."""
     fingerprint = _fingerprint(rules)
     current = {}
-    for name in MARTS:
+    for name in MARTS if only is None else [name for name in MARTS if name in only]:
         path = mart_path(root, name)
         try:
             if not delta.is_table(path):

@@ -75,22 +75,37 @@ def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh,
 def test_a_question_of_marts_alone_lists_no_table_s_files(two_runs, monkeypatch):
     """Listing the tables' files (8,000 each at 1,000 runs) and binding their views took 3.6 s
     of the 4.9 s of an all-runs question of `overlap`: its mart alone is read. A question of
-    a mart and a table lists that table only."""
+    a mart and a table lists that table only; and of the marts, those it reads (each log
+    loaded cost ~0.1 s at 1,000 runs)."""
     import tracewh as library
 
-    listed, live_paths = [], delta.live_paths
+    listed, marts, live_paths = [], [], delta.live_paths
 
     def listing(path, version, runs=None):
-        if path.parent.name != MARTS_DIR:  # a mart's files are what is read
-            listed.append(path.name)
+        (marts if path.parent.name == MARTS_DIR else listed).append(path.name)
         return live_paths(path, version, runs)
 
     monkeypatch.setattr(delta, "live_paths", listing)
     rows = library.open(two_runs).query("SELECT run, avg(overlap_ratio) FROM overlap "
                                         "GROUP BY run ORDER BY run")[0][1]
-    assert [run for run, _ in rows] == ["a", "b"] and listed == []
+    assert [run for run, _ in rows] == ["a", "b"] and listed == [] and marts == ["overlap"]
     library.open(two_runs).query("SELECT count(*) FROM kernels JOIN overlap USING (run)")
     assert listed == ["kernels"]
+    library.open(two_runs).query("SELECT count(*) FROM kernels")
+    assert marts == ["overlap", "overlap"]
+
+
+def test_a_query_does_not_import_pandas(two_runs):
+    """pa.table() of delta-rs's add actions imported pandas (0.4-0.6 s of every command) to
+    ask whether they were a DataFrame."""
+    code = ("import sys\nfrom tracewh.cli import cli\n"
+            "try:\n    cli(sys.argv[1:], prog_name='tracewh')\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "assert 'pandas' not in sys.modules, 'pandas was imported'\n")
+    done = subprocess.run([sys.executable, "-c", code, "--warehouse", str(two_runs), "query",
+                           "SELECT count(*) FROM kernels JOIN overlap USING (run)"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize("stale", ["other rules", "rules edited", "refresh failed",

@@ -30,6 +30,7 @@ from . import identity, reader
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .normalize import EventProblem, normalize_chunk
+from .ops import op_table
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
@@ -397,8 +398,10 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                                                       base_time - base_guess)
     steps = step_table(staging, parts, trace_id, summaries.get("gpu_intervals"),
                        default_fingerprint())
-    if steps is not None:
-        summaries["step_time"] = steps
+    ops = op_table(staging, parts, trace_id, summaries.get("kernel_names"),
+                   default_fingerprint())
+    summaries.update((name, table) for name, table in (("step_time", steps), ("op_time", ops))
+                     if table is not None)
     for name, table in summaries.items():
         write_part(staging, name, 0, table)
         parts[name] = [0]

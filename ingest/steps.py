@@ -22,12 +22,11 @@ import bisect
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from tracewh.layout import staged_name
 from tracewh.schema import TABLES
 
 from .summaries import CLASS_KINDS, contiguous, merge
+from .writer import read_staged
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"
@@ -37,11 +36,11 @@ def step_table(staging, parts, trace_id, intervals, rules):
     """The trace's step_time rows (None when it has no ProfilerStep with a duration), from its
     staged `parts` ({table: part numbers}) and its gpu_intervals table (None: no GPU
     activity)."""
-    steps = _steps(_read(staging, "cpu_ops", parts, ["event_index", "name", "ts_ns", "dur_ns"]))
+    steps = _steps(read_staged(staging, "cpu_ops", parts, ["event_index", "name", "ts_ns", "dur_ns"]))
     if steps is None:
         return None
-    work = _work(_read(staging, "kernels", parts, ["category", "ts_ns", "dur_ns", "correlation"]),
-                 _read(staging, "runtime", parts, ["event_index", "ts_ns", "dur_ns",
+    work = _work(read_staged(staging, "kernels", parts, ["category", "ts_ns", "dur_ns", "correlation"]),
+                 read_staged(staging, "runtime", parts, ["event_index", "ts_ns", "dur_ns",
                                                    "correlation"]))
     kinds = _kinds(intervals)
     fed = _union(pc.min_element_wise(work["fed"], work["start"]), work["end"])
@@ -70,15 +69,6 @@ def step_table(staging, parts, trace_id, intervals, rules):
             "exposed_comm_ns": either.within(start, end) - computation.within(start, end),
             "rules": rules})
     return pa.Table.from_pylist(rows, TABLES["step_time"].schema)
-
-
-def _read(staging, name, parts, columns):
-    tables = [pq.read_table(staging / staged_name(name, part), columns=columns)
-              for part in parts.get(name, ())]
-    if not tables:
-        schema = TABLES[name].schema
-        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
-    return pa.concat_tables(tables)
 
 
 def _steps(cpu_ops):

@@ -88,7 +88,7 @@ def default_fingerprint():
 
 
 @functools.cache
-def _default_class(category, name):
+def default_class(category, name):
     """classify() under the default rules, remembered: every chunk holds mostly the same names."""
     return classify(category, name, _default_rules()[0])
 
@@ -167,7 +167,7 @@ def _with_classes(kernels, names):
     """`kernels` with a `class` column: each distinct (category, name) is classified once, in
     Python, and joined back on (category, name_id); a missing name has name_id 0 here, as
     name_key in the SQL view kernel_name_classes."""
-    classes = [_default_class(category, name) for category, name in
+    classes = [default_class(category, name) for category, name in
                zip(names["category"].to_pylist(), names["name"].to_pylist())]
     classified = pa.table({"category": names["category"],
                            "name_key": pc.fill_null(names["name_id"], 0),

@@ -81,6 +81,18 @@ class PartFiles:
         self.close()
 
 
+def read_staged(directory, name, parts, columns):
+    """Some columns of a table's staged parts ({table: part numbers}), as one table (empty,
+    typed, when the trace has none): what the per-trace tables measured after the chunks
+    (step_time, op_time) read back."""
+    tables = [pq.read_table(directory / staged_name(name, part), columns=columns)
+              for part in parts.get(name, ())]
+    if not tables:
+        schema = TABLES[name].schema
+        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
+    return pa.concat_tables(tables)
+
+
 def write_whole(directory, name, rows):
     """A small table written from Python rows (devices), as part 0."""
     table = pa.Table.from_pylist(rows, schema=TABLES[name].schema)
@@ -115,3 +127,4 @@ def merge_small_parts(directory, name, parts):
     for path in paths[1:]:
         path.unlink()
     return parts[:1]
+

@@ -14,7 +14,11 @@
 -- add up the backward calls linked to this op as their forward op (_backward_links, as in
 -- op_backward).
 --
--- Reads: op_calls, _host_tree, _backward_links, rank_gpu_time
+-- A trace's figures never change after ingest: they are measured then, per name (`op_time`,
+-- read through _op_time), and summed here over the rank's traces; where the stored figures
+-- do not hold (other kernel rules), _op_time computes them from the call tree instead.
+--
+-- Reads: _op_time, rank_gpu_time
 --
 -- Columns:
 --   run, phase, rank             partition
@@ -38,44 +42,23 @@
 --   backward_gpu_total_ns        their gpu_total_ns summed, ns
 --   backward_gpu_total_busy_ns   their gpu_total_busy_ns summed, ns
 CREATE OR REPLACE VIEW op_stats AS
-WITH children AS (
-  SELECT run, phase, rank, trace_id, parent_event_index AS event_index,
-         sum(coalesce(dur_ns, 0)) AS child_ns
-  FROM _host_tree
-  WHERE parent_event_index IS NOT NULL
-  GROUP BY run, phase, rank, trace_id, parent_event_index
-),
-calls AS (
-  SELECT o.*, coalesce(c.child_ns, 0) AS child_ns
-  FROM op_calls AS o
-  LEFT JOIN children AS c
-    ON c.run = o.run AND c.phase = o.phase AND c.rank = o.rank AND c.trace_id = o.trace_id
-   AND c.event_index = o.event_index
-),
-per_name AS (
-  SELECT run, phase, rank, name, count(*) AS calls,
-         count(CASE WHEN gpu_kernels > 0 THEN 1 END) AS gpu_calls,
-         CAST(sum(coalesce(dur_ns, 0)) AS BIGINT) AS host_ns,
-         CAST(sum(coalesce(dur_ns, 0) - child_ns) AS BIGINT) AS host_self_ns,
+WITH per_name AS (
+  SELECT run, phase, rank, name,
+         CAST(sum(calls) AS BIGINT) AS calls,
+         CAST(sum(gpu_calls) AS BIGINT) AS gpu_calls,
+         CAST(sum(host_ns) AS BIGINT) AS host_ns,
+         CAST(sum(host_self_ns) AS BIGINT) AS host_self_ns,
          CAST(sum(gpu_kernels) AS BIGINT) AS gpu_kernels,
          CAST(sum(gpu_self_ns) AS BIGINT) AS gpu_self_ns,
          CAST(sum(gpu_self_busy_ns) AS BIGINT) AS gpu_self_busy_ns,
          CAST(sum(gpu_total_ns) AS BIGINT) AS gpu_total_ns,
          CAST(sum(gpu_total_busy_ns) AS BIGINT) AS gpu_total_busy_ns,
-         CAST(sum(gpu_self_comm_ns) AS BIGINT) AS gpu_self_comm_ns
-  FROM calls
+         CAST(sum(gpu_self_comm_ns) AS BIGINT) AS gpu_self_comm_ns,
+         CAST(sum(backward_calls) AS BIGINT) AS backward_calls,
+         CAST(sum(backward_gpu_total_ns) AS BIGINT) AS backward_gpu_total_ns,
+         CAST(sum(backward_gpu_total_busy_ns) AS BIGINT) AS backward_gpu_total_busy_ns
+  FROM _op_time
   GROUP BY run, phase, rank, name
-),
-backward AS (
-  SELECT b.run, b.phase, b.rank, b.forward_name AS name, count(*) AS backward_calls,
-         CAST(sum(c.gpu_total_ns) AS BIGINT) AS backward_gpu_total_ns,
-         CAST(sum(c.gpu_total_busy_ns) AS BIGINT) AS backward_gpu_total_busy_ns
-  FROM _backward_links AS b
-  JOIN calls AS c
-    ON c.run = b.run AND c.phase = b.phase AND c.rank = b.rank AND c.trace_id = b.trace_id
-   AND c.event_index = b.event_index
-  WHERE b.forward_name IS NOT NULL
-  GROUP BY b.run, b.phase, b.rank, b.forward_name
 )
 SELECT p.run, p.phase, p.rank, p.name, p.calls, p.gpu_calls, p.host_ns, p.host_self_ns,
        p.gpu_kernels, p.gpu_self_ns, p.gpu_self_busy_ns, p.gpu_total_ns,
@@ -84,11 +67,7 @@ SELECT p.run, p.phase, p.rank, p.name, p.calls, p.gpu_calls, p.host_ns, p.host_s
          AS gpu_self_share,
        CASE WHEN g.busy_ns > 0 THEN CAST(p.gpu_total_busy_ns AS DOUBLE) / g.busy_ns END
          AS gpu_total_share,
-       coalesce(b.backward_calls, 0) AS backward_calls,
-       coalesce(b.backward_gpu_total_ns, 0) AS backward_gpu_total_ns,
-       coalesce(b.backward_gpu_total_busy_ns, 0) AS backward_gpu_total_busy_ns
+       p.backward_calls, p.backward_gpu_total_ns, p.backward_gpu_total_busy_ns
 FROM per_name AS p
 LEFT JOIN rank_gpu_time AS g
-  ON g.run = p.run AND g.phase = p.phase AND g.rank = p.rank
-LEFT JOIN backward AS b
-  ON b.run = p.run AND b.phase = p.phase AND b.rank = p.rank AND b.name = p.name;
+  ON g.run = p.run AND g.phase = p.phase AND g.rank = p.rank;

@@ -1,5 +1,5 @@
 """The SQL library in `sql/`: its modules, what each reads, the order a connection defines them
-in, the public views with their helpers inlined, the live-classes switch and the fingerprint.
+in, the public views with their helpers inlined, the live switch and the fingerprint.
 
 Each module's header declares what it reads (`-- Reads: a, b`): dependency order and the
 tables a query needs come from those declarations (tests/test_library.py checks each one
@@ -173,11 +173,12 @@ def library_in_order():
 
 
 @functools.cache
-def published_modules(live=False):
+def published_modules(live=()):
     """{public module: SQL text} in dependency order, each reading no helper: a helper a view
-    reads is inlined as a subquery of the helper's own SELECT (itself inlined first). With
-    `live`, the sql/live/ helpers stand in for the ones reading class figures merged at ingest
-    (see `classes_are_live`). A module that reads no helper keeps its text as written.
+    reads is inlined as a subquery of the helper's own SELECT (itself inlined first). The
+    helpers named in `live` are replaced by their sql/live/ twins, which compute at query time
+    what the originals read as measured at ingest (see `live_helpers`). A module that reads no
+    helper keeps its text as written.
 
     Inlining parses and writes ~25 modules with sqlglot (1-2 s), which every command's process
     would pay on its first connection: the result is kept in the user's cache directory under
@@ -206,7 +207,7 @@ def _cache_directory():
 
 
 def _inlined_modules(live):
-    replacements = dict(_live_texts()) if live else {}
+    replacements = {name: text for name, text in _live_texts() if name in live}
     selects, published = {}, {}
     for name, text in library_modules_in_order().items():
         text = replacements.get(name, text)
@@ -260,21 +261,27 @@ def describe(sql_text):
     return sentence.rstrip(":") + ("." if dot and not sentence.endswith(".") else "")
 
 
-def classes_are_live(snapshot, rules):
-    """THE live-classes switch. The class intervals and lengths merged at ingest
-    (`gpu_intervals`, `gpu_time`) were computed with the default kernel rules; when the
-    effective rules differ (or the snapshot holds traces classified under other rules), they
-    do not hold, and the helpers `_trace_class_time` and `_rank_class_intervals` are replaced
-    by their sql/live/ twins, which classify the kernels with the effective rules at query
-    time (slower, same figures under the defaults). Every connection, `tracewh.duckdb` and the
-    Spark script decide here."""
-    return not (rules == default_rules()
-                and set(snapshot.class_rules) <= {rules_fingerprint(rules)})
+def live_helpers(snapshot, rules):
+    """THE live switch: which helpers a connection over `snapshot` with `rules` replaces by
+    their sql/live/ twins, which compute at query time (slower, the same figures) what the
+    originals read as measured at ingest. Every connection, `tracewh.duckdb` and the Spark
+    script decide here.
+
+    The class intervals and lengths (`gpu_intervals`, `gpu_time`), the steps' figures
+    (`step_time`) and the ops' (`op_time`, whose communication time follows the classes) were
+    measured with the default kernel rules: when the effective rules differ, or the snapshot
+    holds traces classified under other rules, none of them holds. The ops' figures also do
+    not hold in a warehouse created before `op_time` existed (its older traces have none):
+    there `_op_time` alone is live."""
+    if not (rules == default_rules()
+            and set(snapshot.class_rules) <= {rules_fingerprint(rules)}):
+        return tuple(name for name, _ in _live_texts())
+    return () if "op_time" in snapshot.versions else ("_op_time",)
 
 
 def library_for(snapshot, rules):
     """{public module: SQL} a connection over `snapshot` with `rules` defines, in order."""
-    return published_modules(classes_are_live(snapshot, rules))
+    return published_modules(live_helpers(snapshot, rules))
 
 
 @functools.cache

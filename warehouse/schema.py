@@ -206,6 +206,31 @@ TABLES = {
                      "(default rules), ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("op_time", "each trace's host and GPU time per cpu_op name, measured at ingest "
+              "(see op_stats, which adds these up)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("name", STR, "the op's name"),
+                  _c("calls", I64, "its calls"),
+                  _c("gpu_calls", I64, "calls that launched GPU activity themselves"),
+                  _c("host_ns", I64, "sum of the calls' CPU durations, ns"),
+                  _c("host_self_ns", I64, "host_ns less the CPU time of the events the calls "
+                     "directly enclose, ns"),
+                  _c("gpu_kernels", I64, "GPU activities the calls launched themselves"),
+                  _c("gpu_self_ns", I64, "sum of those activities' durations, ns"),
+                  _c("gpu_self_busy_ns", I64, "per call the union of their intervals, summed, "
+                     "ns"),
+                  _c("gpu_total_ns", I64, "gpu_self_ns of the calls and all the ops they "
+                     "enclose, ns"),
+                  _c("gpu_total_busy_ns", I64, "per call the union of those intervals, summed, "
+                     "ns"),
+                  _c("gpu_self_comm_ns", I64, "the part of gpu_self_ns in communication kernels "
+                     "(default rules), ns"),
+                  _c("backward_calls", I64, "backward calls linked to calls of this op"),
+                  _c("backward_gpu_total_ns", I64, "their gpu_total_ns summed, ns"),
+                  _c("backward_gpu_total_busy_ns", I64, "their gpu_total_busy_ns summed, ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

@@ -1,0 +1,490 @@
+"""The per-trace table `op_time`: each cpu_op name's host and GPU time in one trace, measured
+at ingest.
+
+`op_stats` answers "which operators launched the GPU time" from the host call tree: every
+GPU activity is attributed to the innermost op enclosing its launch, and its time added up to
+every op enclosing that one. In SQL that is ordered window passes over every host event of
+the rank (`_host_layers`, `_host_ancestors`, `op_calls`): ~15 s for one rank of DeepSeek's
+trace scaled x64, minutes over 64 ranks. A trace's tree never changes after ingest, so its
+per-name sums are measured here once, with numpy over a few columns read back from the staged
+parts, and `op_stats` adds the stored rows up (sql/_op_time.sql; sql/live/_op_time.sql
+computes the same rows in SQL where the stored ones do not hold). The rules are the views',
+written here without SQL:
+
+- host tree, per thread (pid, tid): events ordered by start, then longer first, then
+  event_index; an event's depth is the number of members open at its start (one ending where
+  another starts is closed by then; a zero-duration event never opens), its parent the last
+  member opened one level up. Layer `all` (every cpu_ops and runtime event a member) gives
+  the children whose CPU time host_self_ns leaves out; layer `cpu_op` (members: category
+  cpu_op; runtime events placed but never opening) gives each launch's op and each op's
+  ancestors (at each level above it, the last op opened there);
+- a GPU activity (kernel, gpu_memcpy, gpu_memset) is launched by the runtime call of the
+  trace with its correlation id (not 0), the earliest (then the first in the file); its op is
+  the launch's parent in the cpu_op layer, else the cpu_op with its External id (the last
+  started, then the last in the file);
+- busy times are unions of [ts, ts + dur) per call (self: what the call launched; total: with
+  what the ops it encloses launched), summed over calls; communication is the default kernel
+  rules' class;
+- a backward call (`autograd::engine::evaluate_function: ...`) finds its forward op by a
+  `fwdbwd` flow ending within it on its thread (the cpu_op where the flow starts: the longest
+  there, then the first in the file; over several flows the smallest event_index), else by
+  sequence number (the last cpu_op started before it with its number that is neither a
+  backward call nor a node, `...Backward...`; then the shortest, then the last in the file).
+"""
+
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracewh.schema import TABLES
+
+from .summaries import contiguous, default_class
+from .writer import read_staged
+
+GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+COMMUNICATION = "communication"
+
+
+def op_table(staging, parts, trace_id, kernel_names, rules):
+    """The trace's op_time rows (None when it has no cpu_op), from its staged `parts`
+    ({table: part numbers}) and its kernel_names table (None: no GPU activity); `rules` is
+    the fingerprint of the default kernel rules, which gpu_self_comm_ns follows."""
+    cpu = read_staged(staging, "cpu_ops", parts,
+                      ["event_index", "category", "name", "pid", "tid", "ts_ns", "dur_ns",
+                       "external_id", "sequence_number"])
+    is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
+    if not is_op.any():
+        return None
+    runtime = read_staged(staging, "runtime", parts,
+                          ["event_index", "pid", "tid", "ts_ns", "dur_ns", "correlation"])
+    kernels = read_staged(staging, "kernels", parts,
+                          ["category", "name_id", "ts_ns", "dur_ns", "correlation",
+                           "external_id"])
+    flows = read_staged(staging, "flows", parts, ["category", "ph", "id", "pid", "tid", "ts_ns"])
+    host = _Host(cpu, runtime, flows)
+    calls = _Calls(host, np.flatnonzero(is_op))
+    calls.attribute(_work(host, calls, kernels, kernel_names))
+    calls.count_children(host)
+    names = contiguous(cpu["name"]).take(pa.array(calls.ops))
+    return _per_name(trace_id, names, calls, _backward_links(host, calls, names), rules)
+
+
+def _array(column, fill=0):
+    """An int64 numpy array of an integer column, NULL as `fill`."""
+    return np.asarray(pc.fill_null(contiguous(column), fill), np.int64)
+
+
+def _mask(column):
+    """A boolean numpy array of a boolean column, NULL as false."""
+    return np.asarray(pc.fill_null(contiguous(column), False), bool)
+
+
+def _valid(column):
+    return np.asarray(pc.is_valid(contiguous(column)), bool)
+
+
+def _stack(*columns):
+    return pa.chunked_array([chunk for column in columns for chunk in column.chunks])
+
+
+class _Host:
+    """The trace's cpu_ops rows followed by its runtime rows, as numpy columns, and its flows'
+    threads coded alike (a NULL pid or tid joins nothing, as in the views' joins)."""
+
+    def __init__(self, cpu, runtime, flows):
+        self.cpu_rows = len(cpu)
+        self.size = len(cpu) + len(runtime)
+        self.index = _array(_stack(cpu["event_index"], runtime["event_index"]))
+        self.ts = _array(_stack(cpu["ts_ns"], runtime["ts_ns"]))
+        durations = _stack(cpu["dur_ns"], runtime["dur_ns"])
+        self.dur, self.has_dur = _array(durations), _valid(durations)
+        self.span = np.maximum(self.dur, 0)
+        self.correlation = _array(runtime["correlation"])  # of the runtime rows; NULL as 0
+        self.external_id = _array(cpu["external_id"])  # of the cpu_ops rows; NULL as 0
+        self.sequence = _array(cpu["sequence_number"])
+        self.numbered = _valid(cpu["sequence_number"])
+        pid = _codes(_stack(cpu["pid"], runtime["pid"], flows["pid"]))
+        tid = _codes(_stack(cpu["tid"], runtime["tid"], flows["tid"]))
+        thread = pid * (tid.max(initial=0) + 2) + tid + 1
+        self.thread, self.flow_thread = thread[:self.size], thread[self.size:]
+        joinable = (pid >= 0) & (tid >= 0)
+        self.joinable, self.flow_joinable = joinable[:self.size], joinable[self.size:]
+        self.flows = flows
+
+
+def _codes(column):
+    """Dense codes of a string column's values (NULL: -1)."""
+    return _array(pc.dictionary_encode(contiguous(column).cast(pa.string())).indices, fill=-1)
+
+
+def _sortable(groups, values):
+    """One int64 key per row ordering rows by (group, value) (int64 arrays, groups >= 0):
+    values shifted to start at 0, or replaced by their ranks where groups x values would not
+    fit in 62 bits."""
+    if not len(values):
+        return values.astype(np.int64)
+    low, high = int(values.min()), int(values.max())
+    width = high - low + 1
+    if (int(groups.max()) + 1) * width < 2 ** 62:
+        return groups * width + (values - low)
+    ranks = np.unique(values, return_inverse=True)[1].reshape(-1)
+    return groups * (len(values) + 1) + ranks
+
+
+class _Order:
+    """The trace's host rows in start order (per thread: by start, longer first, then
+    event_index) and the rows that can open (a positive duration) by end: shared by the
+    layers, each of which is a subset of the rows."""
+
+    def __init__(self, host):
+        size, opening = host.size, np.flatnonzero(host.span > 0)
+        keys = _sortable(np.concatenate([host.thread, host.thread[opening]]),
+                         np.concatenate([host.ts, host.ts[opening] + host.span[opening]]))
+        self.start_keys, end_keys = keys[:size], keys[size:]
+        self.rows = np.lexsort((host.index, -host.span, self.start_keys))
+        self.position = np.empty(size, np.int64)
+        self.position[self.rows] = np.arange(size)
+        by_end = np.argsort(end_keys, kind="stable")
+        self.ending, self.end_keys = opening[by_end], end_keys[by_end]
+
+
+class _Tree:
+    """One layer of the host tree: per host row placed in it, its depth and its parent row
+    (-1 at the top), and `ancestor(rows, level)`. `member`: the rows that may open."""
+
+    def __init__(self, host, order, placed, member):
+        opens = member & (host.span > 0)
+        # Open at a row's start: the members opened before it in start order less those that
+        # ended at or before its start (an opener that ended by then started before it).
+        # Counted over all threads at once: every earlier thread's openers opened and ended.
+        # (In start order, where the start keys ascend: a sorted search runs faster.)
+        opened = opens[order.rows].astype(np.int64)
+        ended = np.searchsorted(order.end_keys[opens[order.ending]],
+                                order.start_keys[order.rows], side="right")
+        self.depth = np.empty(host.size, np.int64)
+        self.depth[order.rows] = np.cumsum(opened) - opened - ended
+        self.depth[~placed] = 0
+        self._levels = int(self.depth.max(initial=0)) + 1
+        self._thread, self._position = host.thread, order.position
+        self._stride = host.size + 1
+        if (int(host.thread.max(initial=0)) + 1) * self._levels * self._stride >= 2 ** 62:
+            raise OverflowError("too many threads and levels to key the host tree")
+        # Openers in start order, stably grouped by (thread, level): each group's positions
+        # stay ascending, so their keys come out sorted.
+        openers = order.rows[opens[order.rows]]
+        grouped = np.argsort(_narrow(self._code(openers, self.depth[openers])), kind="stable")
+        self._openers = openers[grouped]
+        self._opener_keys = self._key(self._openers, self.depth[self._openers])
+        self.parent = np.full(host.size, -1, np.int64)
+        inner = np.flatnonzero(self.depth > 0)
+        self.parent[inner] = self.ancestor(inner, self.depth[inner] - 1)
+
+    def _code(self, rows, level):
+        return self._thread[rows] * self._levels + level
+
+    def _key(self, rows, level):
+        return self._code(rows, level) * self._stride + self._position[rows]
+
+    def ancestor(self, rows, level):
+        """For host `rows`, the last member opened at `level` before each in its thread's
+        order (-1: none)."""
+        if not len(self._openers):
+            return np.full(len(rows), -1, np.int64)
+        wanted = self._key(rows, level)
+        found = np.searchsorted(self._opener_keys, wanted, side="right") - 1
+        safe = np.maximum(found, 0)
+        same = (found >= 0) & (self._opener_keys[safe] // self._stride
+                               == wanted // self._stride)
+        return np.where(same, self._openers[safe], -1)
+
+
+def _narrow(codes):
+    """Small non-negative codes as int16 where they fit: numpy sorts those by radix."""
+    return codes.astype(np.int16) if codes.max(initial=0) < 2 ** 15 else codes
+
+
+class _Calls:
+    """The trace's cpu_op calls (host rows `ops`) and their figures, by call slot."""
+
+    def __init__(self, host, ops):
+        self.ops = ops
+        self.slot = np.full(host.size, -1, np.int64)
+        self.slot[ops] = np.arange(len(ops))
+        self.order = _Order(host)
+        member = self.slot >= 0
+        placed = member.copy()
+        placed[host.cpu_rows:] = True  # runtime rows are placed, never open
+        self.tree = _Tree(host, self.order, placed, member)
+        size = len(ops)
+        self.host_ns = host.dur[ops]
+        self.child_ns = np.zeros(size, np.int64)
+        for name in ("gpu_kernels", "gpu_self_ns", "gpu_self_comm_ns", "gpu_self_busy_ns",
+                     "gpu_total_ns", "gpu_total_busy_ns"):
+            setattr(self, name, np.zeros(size, np.int64))
+
+    def launch_ops(self, host):
+        """The call slot enclosing each runtime row (-1: none), by runtime row."""
+        parent = self.tree.parent[host.cpu_rows:]
+        return np.where(parent >= 0, self.slot[np.maximum(parent, 0)], -1)
+
+    def attribute(self, work):
+        """Add the attributed GPU activity (call slot, start, duration, communication) to the
+        calls' self and total figures."""
+        slot, start, dur, comm = work
+        np.add.at(self.gpu_kernels, slot, 1)
+        np.add.at(self.gpu_self_ns, slot, dur)
+        np.add.at(self.gpu_self_comm_ns, slot[comm], dur[comm])
+        self.gpu_self_busy_ns += _union_lengths(slot, start, start + dur, len(self.ops))
+        holders, items = self._holders(np.unique(slot), slot)
+        np.add.at(self.gpu_total_ns, holders, dur[items])
+        self.gpu_total_busy_ns += _union_lengths(holders, start[items],
+                                                 start[items] + dur[items], len(self.ops))
+
+    def _holders(self, launchers, slot):
+        """(holder slot, work item) pairs: each item's call and every call enclosing it (its
+        ancestors at each level above it)."""
+        rows = self.ops[launchers]
+        depth = self.tree.depth[rows]
+        pairs_of, holders = [launchers], [launchers]
+        for level in range(int(depth.max(initial=0))):
+            deeper = depth > level
+            found = self.tree.ancestor(rows[deeper], level)
+            pairs_of.append(launchers[deeper][found >= 0])
+            holders.append(self.slot[found[found >= 0]])
+        pairs_of, holders = np.concatenate(pairs_of), np.concatenate(holders)
+        by_call = np.argsort(pairs_of, kind="stable")
+        pairs_of, holders = pairs_of[by_call], holders[by_call]
+        first = np.searchsorted(pairs_of, slot, side="left")
+        count = np.searchsorted(pairs_of, slot, side="right") - first
+        items = np.repeat(np.arange(len(slot)), count)
+        within = np.arange(len(items)) - np.repeat(np.cumsum(count) - count, count)
+        return holders[np.repeat(first, count) + within], items
+
+    def count_children(self, host):
+        """child_ns: the CPU time of the events each call directly encloses (layer `all`)."""
+        every = np.ones(host.size, bool)
+        parent = _Tree(host, self.order, every, every).parent
+        child = np.flatnonzero((parent >= 0) & (self.slot[np.maximum(parent, 0)] >= 0))
+        np.add.at(self.child_ns, self.slot[parent[child]], host.dur[child])
+
+
+def _union_lengths(groups, starts, ends, size):
+    """Per group (0..size-1), the length of the union of [starts, ends) of its rows."""
+    lengths = np.zeros(size, np.int64)
+    keep = ends > starts
+    groups, starts, ends = groups[keep], starts[keep], ends[keep]
+    if not len(groups):
+        return lengths
+    marks = np.concatenate([starts, ends])
+    marked = np.concatenate([groups, groups])
+    order = np.argsort(_sortable(marked, marks), kind="stable")
+    step = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
+    open_after = np.cumsum(step[order])  # every group's marks sum to 0: no reset needed
+    covered = np.diff(marks[order])
+    inside = open_after[:-1] > 0
+    np.add.at(lengths, marked[order][:-1][inside], covered[inside])
+    return lengths
+
+
+def _work(host, calls, kernels, kernel_names):
+    """The GPU activity attributed to a call: (call slot, start, duration (NULL as 0),
+    communication) arrays."""
+    activity = kernels.filter(pc.is_in(kernels["category"], pa.array(GPU_ACTIVITY)))
+    correlation = _array(activity["correlation"])
+    slot = np.full(len(activity), -1, np.int64)
+    # The launch: the runtime row of each correlation id (not 0) that starts first.
+    runtime = np.arange(host.cpu_rows, host.size)
+    with_id = runtime[host.correlation != 0]
+    ids = host.correlation[with_id - host.cpu_rows]
+    first = np.lexsort((host.index[with_id], host.ts[with_id], ids))
+    ids, launches = ids[first], with_id[first]
+    leading = np.concatenate([[True], ids[1:] != ids[:-1]]) if len(ids) else ids.astype(bool)
+    ids, launches = ids[leading], launches[leading]
+    at = np.minimum(np.searchsorted(ids, correlation), max(len(ids) - 1, 0))
+    launched = (correlation != 0) & (ids[at] == correlation) if len(ids) else correlation != 0
+    launched &= len(ids) > 0
+    launch_op = calls.launch_ops(host)
+    slot[launched] = launch_op[launches[at[launched]] - host.cpu_rows]
+    # Else the call carrying the activity's External id: the last started, then the last in
+    # the file.
+    missing = np.flatnonzero(slot < 0)
+    external = _array(activity["external_id"])
+    if len(missing):
+        slot[missing] = _by_external_id(host, calls, external[missing])
+    start = _array(activity["ts_ns"])
+    dur = _array(activity["dur_ns"])
+    comm = _communication(activity, kernel_names)
+    keep = slot >= 0
+    return slot[keep], start[keep], dur[keep], comm[keep]
+
+
+def _by_external_id(host, calls, external):
+    """The call slot with each External id (not 0; -1: none)."""
+    cpu = host.external_id[calls.ops]
+    carrying = np.flatnonzero(cpu != 0)
+    order = np.lexsort((host.index[calls.ops[carrying]], host.ts[calls.ops[carrying]],
+                        cpu[carrying]))
+    carrying = carrying[order]
+    ids = cpu[carrying]
+    if not len(ids):
+        return np.full(len(external), -1, np.int64)
+    last = np.searchsorted(ids, external, side="right") - 1
+    safe = np.maximum(last, 0)
+    return np.where((last >= 0) & (ids[safe] == external) & (external != 0),
+                    carrying[safe], -1)
+
+
+def _communication(activity, kernel_names):
+    """Whether each activity's name is of class communication under the default rules: each
+    distinct (category, name) classified once, matched on (category, name_id or 0)."""
+    comm = np.zeros(len(activity), bool)
+    if kernel_names is None or not len(activity):
+        return comm
+    keys = _array(activity["name_id"])
+    categories = activity["category"]
+    for category, name_key, name in zip(kernel_names["category"].to_pylist(),
+                                        _array(kernel_names["name_id"]).tolist(),
+                                        kernel_names["name"].to_pylist()):
+        if default_class(category, name) == COMMUNICATION:
+            comm |= (keys == name_key) & _mask(pc.equal(categories, category))
+    return comm
+
+
+def _backward_links(host, calls, names):
+    """(backward call slots, their forward call slots) of the backward calls linked to a
+    forward op."""
+    backward = np.flatnonzero(_mask(pc.starts_with(names, BACKWARD_PREFIX)))
+    forward = _by_flow(host, calls, backward)
+    missing = forward < 0
+    forward[missing] = _by_sequence(host, calls, names, backward[missing])
+    linked = forward >= 0
+    return backward[linked], forward[linked]
+
+
+def _by_flow(host, calls, backward):
+    """The forward call slot of each backward call by `fwdbwd` flows (-1: none)."""
+    forward = np.full(len(backward), -1, np.int64)
+    flows = host.flows
+    rows = np.flatnonzero(_mask(pc.equal(flows["category"], "fwdbwd")) & host.flow_joinable)
+    if not len(backward) or not len(rows):
+        return forward
+    taken = pa.array(rows, pa.int64())
+    phase = contiguous(flows["ph"]).take(taken).to_pylist()
+    ids = contiguous(flows["id"]).take(taken).to_pylist()
+    flow_ts, flow_thread = _array(contiguous(flows["ts_ns"]).take(taken)), host.flow_thread[rows]
+    starts = [i for i, (ph, id_) in enumerate(zip(phase, ids)) if ph == "s" and id_ is not None]
+    origin = _flow_origins(host, calls, [ids[i] for i in starts], flow_thread[starts],
+                           flow_ts[starts])
+    ends = np.array([i for i, (ph, id_) in enumerate(zip(phase, ids))
+                     if ph in ("f", "t") and id_ in origin], np.int64)
+    if not len(ends):
+        return forward
+    # The flows ending within each backward call [ts, ts + dur) on its thread.
+    asking = calls.ops[backward]
+    keys = _sortable(np.concatenate([flow_thread[ends], host.thread[asking], host.thread[asking]]),
+                     np.concatenate([flow_ts[ends], host.ts[asking],
+                                     host.ts[asking] + host.dur[asking]]))
+    end_keys = keys[:len(ends)]
+    by_key = np.argsort(end_keys, kind="stable")
+    low = np.searchsorted(end_keys[by_key], keys[len(ends):len(ends) + len(asking)])
+    high = np.searchsorted(end_keys[by_key], keys[len(ends) + len(asking):])
+    for k in np.flatnonzero((high > low) & host.joinable[asking]):
+        found = [origin[ids[ends[e]]] for e in by_key[low[k]:high[k]]]
+        forward[k] = min(found, key=lambda slot: host.index[calls.ops[slot]])
+    return forward
+
+
+def _flow_origins(host, calls, ids, threads, starts):
+    """{flow id: the call slot where it starts}: the call of the flow start's thread and
+    time, the longest (NULL duration last), then the first in the file; over several starts
+    of one id, the first by that order."""
+    ops = calls.ops
+    keys = _sortable(np.concatenate([threads, host.thread[ops]]),
+                     np.concatenate([starts, host.ts[ops]]))
+    start_keys, op_keys = keys[:len(ids)], keys[len(ids):]
+    at_place = defaultdict(list)
+    for slot in np.flatnonzero(np.isin(op_keys, start_keys) & host.joinable[ops]):
+        at_place[op_keys[slot]].append(slot)
+    origin = {}
+    for id_, key in zip(ids, start_keys):
+        for slot in at_place.get(key, ()):
+            row = ops[slot]
+            rank = (not host.has_dur[row], -host.dur[row], host.index[row])
+            if id_ not in origin or rank < origin[id_][0]:
+                origin[id_] = (rank, slot)
+    return {id_: slot for id_, (_, slot) in origin.items()}
+
+
+def _by_sequence(host, calls, names, backward):
+    """The forward call slot of each backward call by sequence number (-1: none): the last
+    call started before it with its number that is no backward call or node."""
+    forward = np.full(len(backward), -1, np.int64)
+    sequence, numbered = host.sequence[calls.ops], host.numbered[calls.ops]
+    asking = backward[numbered[backward]]
+    if not len(asking):
+        return forward
+    eligible = pc.and_(pc.invert(pc.starts_with(names, BACKWARD_PREFIX)),
+                       pc.invert(pc.match_substring(names, "Backward")))
+    eligible = _mask(eligible) & numbered
+    eligible &= np.isin(sequence, sequence[asking])
+    candidates = np.flatnonzero(eligible)
+    rows = calls.ops[candidates]
+    entries = np.concatenate([asking, candidates])
+    kind = np.concatenate([np.zeros(len(asking), np.int8), np.ones(len(candidates), np.int8)])
+    # Among candidates of one number and start, the last in this order wins: the shortest
+    # (NULL duration before any), then the last in the file.
+    longest_first = np.concatenate([np.zeros(len(asking), np.int64),
+                                    np.where(host.has_dur[rows], -host.dur[rows],
+                                             np.iinfo(np.int64).min)])
+    rows_all = calls.ops[entries]
+    order = np.lexsort((host.index[rows_all], longest_first, kind,
+                        _sortable(np.unique(sequence[entries], return_inverse=True)[1]
+                                  .reshape(-1), host.ts[rows_all])))
+    position = np.where(kind[order] == 1, np.arange(len(order)), -1)
+    last = np.maximum.accumulate(position)
+    asked = np.flatnonzero(kind[order] == 0)
+    found = last[asked]
+    safe = entries[order][np.maximum(found, 0)]
+    same = (found >= 0) & (sequence[safe] == sequence[entries[order][asked]])
+    answer = np.full(len(asking), -1, np.int64)
+    answer[order[asked]] = np.where(same, safe, -1)
+    forward[numbered[backward]] = answer
+    return forward
+
+
+def _per_name(trace_id, names, calls, links, rules):
+    """The op_time rows: the calls' figures summed per name."""
+    encoded = pc.dictionary_encode(contiguous(names))
+    code = _array(encoded.indices, fill=len(encoded.dictionary))
+    size = len(encoded.dictionary) + 1  # the last: NULL names
+    sums = {}
+
+    def add(column, slots, values):
+        sums.setdefault(column, np.zeros(size, np.int64))
+        np.add.at(sums[column], code[slots], values)
+
+    every = np.arange(len(calls.ops))
+    add("calls", every, 1)
+    add("gpu_calls", every, calls.gpu_kernels > 0)
+    add("host_ns", every, calls.host_ns)
+    add("host_self_ns", every, calls.host_ns - calls.child_ns)
+    for column in ("gpu_kernels", "gpu_self_ns", "gpu_self_busy_ns", "gpu_total_ns",
+                   "gpu_total_busy_ns", "gpu_self_comm_ns"):
+        add(column, every, getattr(calls, column))
+    backward, forward = links
+    named = code[forward] < len(encoded.dictionary)  # a forward op without a name counts nowhere
+    backward, forward = backward[named], forward[named]
+    add("backward_calls", forward, 1)
+    add("backward_gpu_total_ns", forward, calls.gpu_total_ns[backward])
+    add("backward_gpu_total_busy_ns", forward, calls.gpu_total_busy_ns[backward])
+    present = np.flatnonzero(sums["calls"] > 0)
+    dictionary = pa.concat_arrays([encoded.dictionary, pa.array([None], pa.string())])
+    columns = {"trace_id": pa.array([trace_id] * len(present), pa.string()),
+               "name": dictionary.take(pa.array(present))}
+    columns.update((column, pa.array(values[present])) for column, values in sums.items())
+    columns["rules"] = pa.array([rules] * len(present), pa.string())
+    return pa.table(columns).select(TABLES["op_time"].schema.names).cast(
+        TABLES["op_time"].schema)

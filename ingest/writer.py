@@ -22,6 +22,8 @@ from tracewh.layout import staged_name
 from tracewh.parquet import parquet_writer, write_table
 from tracewh.schema import TABLES
 
+from .summaries import contiguous
+
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
 TAIL_BYTES = 1 << 16
 
@@ -121,10 +123,33 @@ def merge_small_parts(directory, name, parts):
     if (not 2 <= len(parts) <= MERGE_AT_MOST_PARTS
             or sum(path.stat().st_size for path in paths) >= MERGE_BELOW_BYTES):
         return parts
-    tables = [pq.read_table(path) for path in paths]
-    merged = pa.concat_tables(tables).sort_by("event_index")
-    write_part(directory, name, parts[0], merged)
+    write_part(directory, name, parts[0], _in_event_order(paths))
     for path in paths[1:]:
         path.unlink()
     return parts[:1]
 
+
+def _in_event_order(paths):
+    """The rows of part files, in event order. Each row group of a part is one chunk's rows,
+    in event order, and chunks hold disjoint ranges of events: the row groups put in order of
+    their first event need no sort (a sort's take of every column was 0.3 s of a 254 MB
+    trace's ingest). Any other layout is sorted."""
+    groups = []
+    for path in paths:
+        part = pq.ParquetFile(path)
+        groups += [part.read_row_group(i) for i in range(part.num_row_groups)]
+    groups = [group for group in groups if len(group)] or groups[:1]
+    index = [contiguous(group["event_index"]) for group in groups]
+    first = [pc.min(column).as_py() for column in index]
+    last = [pc.max(column).as_py() for column in index]
+    order = sorted(range(len(groups)), key=lambda i: first[i] if first[i] is not None else -1)
+    merged = pa.concat_tables([groups[i] for i in order])
+    apart = all(last[a] < first[b] for a, b in zip(order, order[1:]))
+    if apart and all(_ascending(column) for column in index):
+        return merged
+    return merged.sort_by("event_index")
+
+
+def _ascending(column):
+    return len(column) < 2 or pc.all(pc.greater(column.slice(1), column.slice(0, len(column) - 1))
+                                     ).as_py() is True

@@ -41,29 +41,28 @@ import pyarrow.compute as pc
 from tracewh.schema import TABLES
 
 from .summaries import contiguous, default_class
-from .writer import read_staged
 
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 COMMUNICATION = "communication"
 
 
-def op_table(staging, parts, trace_id, kernel_names, rules):
-    """The trace's op_time rows (None when it has no cpu_op), from its staged `parts`
-    ({table: part numbers}) and its kernel_names table (None: no GPU activity); `rules` is
-    the fingerprint of the default kernel rules, which gpu_self_comm_ns follows."""
-    cpu = read_staged(staging, "cpu_ops", parts,
-                      ["event_index", "category", "name", "pid", "tid", "ts_ns", "dur_ns",
-                       "external_id", "sequence_number"])
+# The staged columns op_table reads.
+COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns", "dur_ns",
+                       "external_id", "sequence_number"],
+           "runtime": ["event_index", "pid", "tid", "ts_ns", "dur_ns", "correlation"],
+           "kernels": ["category", "name_id", "ts_ns", "dur_ns", "correlation", "external_id"],
+           "flows": ["category", "ph", "id", "pid", "tid", "ts_ns"]}
+
+
+def op_table(staged, trace_id, kernel_names, rules):
+    """The trace's op_time rows (None when it has no cpu_op), from its staged tables
+    ({table: at least COLUMNS}) and its kernel_names table (None: no GPU activity); `rules`
+    is the fingerprint of the default kernel rules, which gpu_self_comm_ns follows."""
+    cpu, runtime, kernels, flows = (staged[name] for name in COLUMNS)
     is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
     if not is_op.any():
         return None
-    runtime = read_staged(staging, "runtime", parts,
-                          ["event_index", "pid", "tid", "ts_ns", "dur_ns", "correlation"])
-    kernels = read_staged(staging, "kernels", parts,
-                          ["category", "name_id", "ts_ns", "dur_ns", "correlation",
-                           "external_id"])
-    flows = read_staged(staging, "flows", parts, ["category", "ph", "id", "pid", "tid", "ts_ns"])
     host = _Host(cpu, runtime, flows)
     calls = _Calls(host, np.flatnonzero(is_op))
     calls.attribute(_work(host, calls, kernels, kernel_names))

@@ -26,20 +26,18 @@ from tracewh.errors import TraceError, printable
 from tracewh.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
-from . import identity, reader
+from . import identity, ops, reader, steps
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .normalize import EventProblem, normalize_chunk
-from .ops import op_table
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
-from .steps import step_table
 from .sources import file_digest, json_size_limit, open_trace, stored_position
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
-from .writer import (PartFiles, guess_base_time, merge_small_parts, rebase_part, shift_times,
-                     write_part, write_whole)
+from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
+                     shift_times, write_part, write_whole)
 
 
 HASH_FIRST_LIMIT = 64 << 20
@@ -396,12 +394,14 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-    steps = step_table(staging, parts, trace_id, summaries.get("gpu_intervals"),
-                       default_fingerprint())
-    ops = op_table(staging, parts, trace_id, summaries.get("kernel_names"),
-                   default_fingerprint())
-    summaries.update((name, table) for name, table in (("step_time", steps), ("op_time", ops))
-                     if table is not None)
+    measured_from = read_staged(staging, parts, _columns(steps.COLUMNS, ops.COLUMNS))
+    measured = {"step_time": steps.step_table(measured_from, trace_id,
+                                              summaries.get("gpu_intervals"),
+                                              default_fingerprint()),
+                "op_time": ops.op_table(measured_from, trace_id, summaries.get("kernel_names"),
+                                        default_fingerprint())}
+    del measured_from  # the columns read back, freed before the writes
+    summaries.update((name, table) for name, table in measured.items() if table is not None)
     for name, table in summaries.items():
         write_part(staging, name, 0, table)
         parts[name] = [0]
@@ -433,6 +433,16 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     outcome = IngestOutcome(printable(path), "staged", run, phase, rank, events, size,
                             warnings=notes, job=job, tags=options.tags)
     return StagedFile(trace, staging, outcome)
+
+
+def _columns(*wanted):
+    """{table: columns} that every one of `wanted` ({table: columns}) asks for."""
+    union = {}
+    for columns in wanted:
+        for table, names in columns.items():
+            union.setdefault(table, [])
+            union[table] += [name for name in names if name not in union[table]]
+    return union
 
 
 def _digest(future, path):

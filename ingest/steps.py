@@ -26,22 +26,25 @@ import pyarrow.compute as pc
 from tracewh.schema import TABLES
 
 from .summaries import CLASS_KINDS, contiguous, merge
-from .writer import read_staged
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"
 
 
-def step_table(staging, parts, trace_id, intervals, rules):
+# The staged columns step_table reads.
+COLUMNS = {"cpu_ops": ["event_index", "name", "ts_ns", "dur_ns"],
+           "kernels": ["category", "ts_ns", "dur_ns", "correlation"],
+           "runtime": ["event_index", "ts_ns", "dur_ns", "correlation"]}
+
+
+def step_table(staged, trace_id, intervals, rules):
     """The trace's step_time rows (None when it has no ProfilerStep with a duration), from its
-    staged `parts` ({table: part numbers}) and its gpu_intervals table (None: no GPU
+    staged tables ({table: at least COLUMNS}) and its gpu_intervals table (None: no GPU
     activity)."""
-    steps = _steps(read_staged(staging, "cpu_ops", parts, ["event_index", "name", "ts_ns", "dur_ns"]))
+    steps = _steps(staged["cpu_ops"])
     if steps is None:
         return None
-    work = _work(read_staged(staging, "kernels", parts, ["category", "ts_ns", "dur_ns", "correlation"]),
-                 read_staged(staging, "runtime", parts, ["event_index", "ts_ns", "dur_ns",
-                                                   "correlation"]))
+    work = _work(staged["kernels"], staged["runtime"])
     kinds = _kinds(intervals)
     fed = _union(pc.min_element_wise(work["fed"], work["start"]), work["end"])
     waiting = work.filter(pc.fill_null(pc.less(work["launch"], work["start"]), False))

@@ -83,16 +83,18 @@ class PartFiles:
         self.close()
 
 
-def read_staged(directory, name, parts, columns):
-    """Some columns of a table's staged parts ({table: part numbers}), as one table (empty,
-    typed, when the trace has none): what the per-trace tables measured after the chunks
-    (step_time, op_time) read back."""
-    tables = [pq.read_table(directory / staged_name(name, part), columns=columns)
-              for part in parts.get(name, ())]
-    if not tables:
+def read_staged(directory, parts, columns):
+    """{table: its staged parts' `columns`} for {table: columns} (parts: {table: part
+    numbers}), each one table (empty, typed, where the trace has no part): what the
+    per-trace tables measured after the chunks (step_time, op_time) read back, once."""
+    read = {}
+    for name, wanted in columns.items():
+        tables = [pq.read_table(directory / staged_name(name, part), columns=wanted)
+                  for part in parts.get(name, ())]
         schema = TABLES[name].schema
-        return pa.table({c: pa.array([], schema.field(c).type) for c in columns})
-    return pa.concat_tables(tables)
+        read[name] = (pa.concat_tables(tables) if tables else
+                      pa.table({c: pa.array([], schema.field(c).type) for c in wanted}))
+    return read
 
 
 def write_whole(directory, name, rows):

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 import tracewh
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.sources import expand_inputs
-from tracewh.library import is_internal
+from tracewh.catalog import Snapshot
+from tracewh.library import _live_texts, is_internal, live_helpers, published_modules
+from tracewh.rules import default_rules, rules_fingerprint
 
 from .conftest import (EXAMPLES, SHARED, define_helpers, load_reference, require,
                        written_library_connection)
@@ -22,6 +24,7 @@ from .op_reference import GPU_ACTIVITY, attribution, op_calls, parents
 from .reference import ns
 
 PUBLISHED = Path(__file__).resolve().parent / "data" / "tracelens"
+OPEN = tracewh.open  # the tests' `tracewh` fixture (the CLI) takes the module's name
 
 # Every trace of ../shared with ops but the three largest (MI300 ResNet, 45k host events; HTA's
 # NCCL trace, 23k; SGLang, 58k), which the views and the reference agree on too but which
@@ -317,3 +320,125 @@ def test_agrees_with_tracelens_ops_summary(run, ops_warehouse):
             <= calls, row["name"]
         assert abs(op["gpu_total_busy_ns"] - float(row["total_subtree_kernel_time_sum"]) * 1000) \
             <= calls, row["name"]
+
+
+def define_live_op_stats(connection):
+    """op_stats_live: op_stats with _op_time computed from the call tree, beside op_stats
+    as a connection over the warehouse defines it (from op_time, measured at ingest)."""
+    text = published_modules(("_op_time",))["op_stats"]
+    connection.execute(text.replace("VIEW op_stats AS", "VIEW op_stats_live AS", 1))
+
+
+@pytest.mark.parametrize("run", TRACES)
+def test_op_stats_from_op_time_equals_the_call_tree(run, ops_warehouse):
+    """The stored figures (op_time) and the SQL call tree give op_stats the same rows."""
+    require(TRACES[run])
+    define_live_op_stats(ops_warehouse.connection)
+    live = of_run(ops_warehouse, "op_stats_live", run)
+    key = functools.partial(sorted, key=lambda r: str(r["name"]))
+    assert key(of_run(ops_warehouse, "op_stats", run)) == key(live)
+    assert live or run in ("gpu-only", "hta-old")
+
+
+def test_op_stats_adds_up_the_traces_of_a_rank(tracewh, sql, warehouse):
+    """Two captures of one rank: op_stats sums each trace's stored figures, as the call tree
+    over both does."""
+    for path in sorted(EXAMPLES.glob("worker[01]_*.json.gz")):
+        tracewh("ingest", path, "--run", "twice", "--phase", "train", "--rank", "0")
+    per_trace = sql("SELECT trace_id, name, calls FROM op_time WHERE name = 'aten::mm'")
+    assert len(per_trace) == 2
+    wh = OPEN(warehouse)
+    define_live_op_stats(wh.connection)
+    stored = rows(wh, "SELECT * FROM op_stats ORDER BY name")
+    assert stored == rows(wh, "SELECT * FROM op_stats_live ORDER BY name")
+    (mm,) = [r for r in stored if r["name"] == "aten::mm"]
+    assert mm["calls"] == sum(r["calls"] for r in per_trace)
+
+
+def test_the_live_switch_computes_op_time_where_it_does_not_hold():
+    """Stored figures under the default rules in a warehouse that has op_time; the call tree
+    for a warehouse created before op_time existed, and for other kernel rules (all the
+    live helpers then, the classes being live)."""
+    rules = default_rules()
+    current = Snapshot({"traces": 3, "op_time": 2}, 1, (rules_fingerprint(rules),))
+    assert live_helpers(current, rules) == ()
+    older = Snapshot({"traces": 3}, 1, (rules_fingerprint(rules),))
+    assert live_helpers(older, rules) == ("_op_time",)
+    custom = rules[1:]
+    assert "_op_time" in live_helpers(current, custom)
+    assert set(live_helpers(current, custom)) == {name for name, _ in _live_texts()}
+
+
+# op_time (ingest/ops.py, numpy) against the views it stands in for (SQL), on generated
+# threads whose spans need not nest (partial overlaps, zero and missing durations, equal
+# starts), launches by correlation (repeated, missing) and External ids.
+
+@functools.cache
+def live_ops_connection():
+    """The library as written over empty tables, _op_time computed from the call tree."""
+    connection = written_library_connection()
+    connection.execute(dict(_live_texts())["_op_time"])
+    return connection
+
+
+SUMMED = ("calls", "gpu_calls", "host_ns", "host_self_ns", "gpu_kernels", "gpu_self_ns",
+          "gpu_self_busy_ns", "gpu_total_ns", "gpu_total_busy_ns", "gpu_self_comm_ns",
+          "backward_calls", "backward_gpu_total_ns", "backward_gpu_total_busy_ns")
+SPAN = st.tuples(st.integers(0, 30), st.one_of(st.none(), st.integers(-1, 12)),
+                 st.sampled_from(["cpu_op", "cpu_op", "python_function", "runtime"]),
+                 st.integers(0, 1), st.integers(0, 4))
+# Forward ops, a backward call and an autograd node, which links by sequence number pass over.
+NAMES = ("aten::mm", "aten::add", "autograd::engine::evaluate_function: MmBackward0",
+         "MmBackward0", "aten::mm")
+WORK = st.tuples(st.integers(0, 40), st.one_of(st.none(), st.integers(0, 8)),
+                 st.integers(0, 35), st.booleans())
+
+
+def _generated_tables(spans, work):
+    cpu, runtime, kernels = [], [], []
+    for index, (start, duration, kind, thread, name) in enumerate(spans):
+        row = {"event_index": index, "pid": "1", "tid": str(thread), "ts_ns": start,
+               "dur_ns": duration}
+        if kind == "runtime":
+            runtime.append(dict(row, correlation=index % 7, category="cuda_runtime",
+                                name="cudaLaunchKernel"))
+        else:
+            cpu.append(dict(row, category=kind, name=NAMES[name], external_id=index % 5,
+                            sequence_number=None if name == 4 else index % 3))
+    for index, (start, duration, link, by_correlation) in enumerate(work, start=len(spans)):
+        kernels.append({"event_index": index, "category": "kernel", "name_id": 1,
+                        "name": "k", "ts_ns": start, "dur_ns": duration,
+                        "correlation": link % 7 if by_correlation else 100 + link,
+                        "external_id": link % 5})
+    return cpu, runtime, kernels
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15))
+def test_op_time_equals_the_views_on_generated_traces(spans, work):
+    import pyarrow as pa
+
+    from tracewh.ingest.ops import COLUMNS, op_table
+    from tracewh.schema import TABLES
+
+    cpu, runtime, kernels = _generated_tables(spans, work)
+    rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": []}
+    staged = {name: pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows[name]],
+                                         pa.schema([TABLES[name].schema.field(c)
+                                                    for c in columns]))
+              for name, columns in COLUMNS.items()}
+    stored = op_table(staged, "t", None, "rules")
+    got = {} if stored is None else {r["name"]: tuple(r[c] for c in SUMMED)
+                                     for r in stored.to_pylist()}
+    connection = live_ops_connection()
+    connection.execute("DELETE FROM cpu_ops; DELETE FROM runtime; DELETE FROM kernels")
+    for name in ("cpu_ops", "runtime", "kernels"):
+        for row in rows[name]:
+            columns = [c for c in row if c != "name_id" or name == "kernels"]
+            connection.execute(
+                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
+                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
+                [row[c] for c in columns])
+    expected = {r[0]: tuple(r[1:]) for r in connection.execute(
+        f"SELECT name, {', '.join(SUMMED)} FROM op_stats").fetchall()}
+    assert got == expected

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from tracewh.schema import TABLES
 
 from .summaries import contiguous, default_class
+from .writer import read_staged
 
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -53,6 +54,11 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
            "runtime": ["event_index", "pid", "tid", "ts_ns", "dur_ns", "correlation"],
            "kernels": ["category", "name_id", "ts_ns", "dur_ns", "correlation", "external_id"],
            "flows": ["category", "ph", "id", "pid", "tid", "ts_ns"]}
+
+
+def measure(staging, parts, trace_id, kernel_names, rules):
+    """op_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
+    return op_table(read_staged(staging, parts, COLUMNS), trace_id, kernel_names, rules)
 
 
 def op_table(staged, trace_id, kernel_names, rules):
@@ -90,10 +96,12 @@ def _stack(*columns):
 
 
 class _Host:
-    """The trace's cpu_ops rows followed by its runtime rows, as numpy columns, and its flows'
-    threads coded alike (a NULL pid or tid joins nothing, as in the views' joins)."""
+    """The trace's cpu_ops rows followed by its runtime rows, as numpy columns, and its
+    `fwdbwd` flows with their threads coded alike (a NULL pid or tid joins nothing, as in the
+    views' joins)."""
 
     def __init__(self, cpu, runtime, flows):
+        flows = flows.filter(pc.equal(flows["category"], "fwdbwd"))
         self.cpu_rows = len(cpu)
         self.size = len(cpu) + len(runtime)
         self.index = _array(_stack(cpu["event_index"], runtime["event_index"]))
@@ -367,7 +375,7 @@ def _by_flow(host, calls, backward):
     """The forward call slot of each backward call by `fwdbwd` flows (-1: none)."""
     forward = np.full(len(backward), -1, np.int64)
     flows = host.flows
-    rows = np.flatnonzero(_mask(pc.equal(flows["category"], "fwdbwd")) & host.flow_joinable)
+    rows = np.flatnonzero(host.flow_joinable)
     if not len(backward) or not len(rows):
         return forward
     taken = pa.array(rows, pa.int64())

@@ -381,8 +381,6 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=True, on_bytes=on_bytes)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
-    for name in list(parts):  # one file per table where the data fits
-        parts[name] = merge_small_parts(staging, name, parts[name])
     kernel_summaries = staged.kernel_summaries
     metadata = decode_metadata(staged.metadata)
     base_time = base_time_ns(metadata)
@@ -394,14 +392,21 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-    measured_from = read_staged(staging, parts, _columns(steps.COLUMNS, ops.COLUMNS))
-    measured = {"step_time": steps.step_table(measured_from, trace_id,
-                                              summaries.get("gpu_intervals"),
-                                              default_fingerprint()),
-                "op_time": ops.op_table(measured_from, trace_id, summaries.get("kernel_names"),
-                                        default_fingerprint())}
-    del measured_from  # the columns read back, freed before the writes
-    summaries.update((name, table) for name, table in measured.items() if table is not None)
+    # The ops' figures are measured in a worker, whose core is idle now, from the parts as
+    # staged, while this process merges the small ones and measures the steps.
+    op_rows = _in_worker(pool, ops.measure, staging, dict(parts), trace_id,
+                         summaries.get("kernel_names"), default_fingerprint())
+    merged = []
+    for name in list(parts):  # one file per table where the data fits
+        parts[name], replaced = merge_small_parts(staging, name, parts[name])
+        merged += replaced
+    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS), trace_id,
+                                 summaries.get("gpu_intervals"), default_fingerprint())
+    for name, table in (("step_time", step_rows), ("op_time", op_rows.result())):
+        if table is not None:
+            summaries[name] = table
+    for replaced in merged:  # read by the worker until now
+        replaced.unlink()
     for name, table in summaries.items():
         write_part(staging, name, 0, table)
         parts[name] = [0]
@@ -435,14 +440,14 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     return StagedFile(trace, staging, outcome)
 
 
-def _columns(*wanted):
-    """{table: columns} that every one of `wanted` ({table: columns}) asks for."""
-    union = {}
-    for columns in wanted:
-        for table, names in columns.items():
-            union.setdefault(table, [])
-            union[table] += [name for name in names if name not in union[table]]
-    return union
+def _in_worker(pool, function, *arguments):
+    """A future of `function(*arguments)`: run by one of the pool's workers, or here and now
+    without a pool (a file staged in a worker itself, or a single-process ingest)."""
+    if pool is not None:
+        return pool.submit(function, *arguments)
+    done = concurrent.futures.Future()
+    done.set_result(function(*arguments))
+    return done
 
 
 def _digest(future, path):

@@ -118,17 +118,17 @@ MERGE_BELOW_BYTES = 16 << 20
 
 
 def merge_small_parts(directory, name, parts):
-    """Merge a table's staged parts into the first when they are few and small together;
-    return the part numbers left. The merged rows are in event order (each worker's part
-    holds the chunks it took, so parts interleave)."""
+    """Merge a table's staged parts into a new one when they are few and small together;
+    return (the part numbers left, the paths of the parts merged, for the caller to delete
+    once nothing reads them). The merged rows are in event order (each worker's part holds
+    the chunks it took, so parts interleave)."""
     paths = [directory / staged_name(name, part) for part in parts]
     if (not 2 <= len(parts) <= MERGE_AT_MOST_PARTS
             or sum(path.stat().st_size for path in paths) >= MERGE_BELOW_BYTES):
-        return parts
-    write_part(directory, name, parts[0], _in_event_order(paths))
-    for path in paths[1:]:
-        path.unlink()
-    return parts[:1]
+        return parts, []
+    merged = max(parts) + 1
+    write_part(directory, name, merged, _in_event_order(paths))
+    return [merged], paths
 
 
 def _in_event_order(paths):

@@ -46,6 +46,7 @@ from .writer import read_staged
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 COMMUNICATION = "communication"
+KEY_LIMIT = 2 ** 62  # composite sort and search keys stay below it, else are made of ranks
 
 
 # The staged columns op_table reads.
@@ -115,7 +116,9 @@ class _Host:
         self.numbered = _valid(cpu["sequence_number"])
         pid = _codes(_stack(cpu["pid"], runtime["pid"], flows["pid"]))
         tid = _codes(_stack(cpu["tid"], runtime["tid"], flows["tid"]))
-        thread = pid * (tid.max(initial=0) + 2) + tid + 1
+        thread = (pid + 1) * (tid.max(initial=0) + 2) + tid + 1
+        if thread.max(initial=0) > len(thread):  # many pids and tids: dense codes, <= rows
+            thread = np.unique(thread, return_inverse=True)[1].reshape(-1)
         self.thread, self.flow_thread = thread[:self.size], thread[self.size:]
         joinable = (pid >= 0) & (tid >= 0)
         self.joinable, self.flow_joinable = joinable[:self.size], joinable[self.size:]
@@ -129,13 +132,13 @@ def _codes(column):
 
 def _sortable(groups, values):
     """One int64 key per row ordering rows by (group, value) (int64 arrays, groups >= 0):
-    values shifted to start at 0, or replaced by their ranks where groups x values would not
-    fit in 62 bits."""
+    values shifted to start at 0, or replaced by their ranks where groups x values would
+    reach KEY_LIMIT."""
     if not len(values):
         return values.astype(np.int64)
     low, high = int(values.min()), int(values.max())
     width = high - low + 1
-    if (int(groups.max()) + 1) * width < 2 ** 62:
+    if (int(groups.max()) + 1) * width < KEY_LIMIT:
         return groups * width + (values - low)
     ranks = np.unique(values, return_inverse=True)[1].reshape(-1)
     return groups * (len(values) + 1) + ranks
@@ -177,11 +180,12 @@ class _Tree:
         self._levels = int(self.depth.max(initial=0)) + 1
         self._thread, self._position = host.thread, order.position
         self._stride = host.size + 1
-        if (int(host.thread.max(initial=0)) + 1) * self._levels * self._stride >= 2 ** 62:
-            raise OverflowError("too many threads and levels to key the host tree")
+        openers = order.rows[opens[order.rows]]
+        self._pairs = None  # (thread, level) pairs keyed as they are, unless that overflows:
+        if (int(host.thread.max(initial=0)) + 1) * self._levels * self._stride >= KEY_LIMIT:
+            self._pairs = np.unique(self._code(openers, self.depth[openers]))  # then by rank
         # Openers in start order, stably grouped by (thread, level): each group's positions
         # stay ascending, so their keys come out sorted.
-        openers = order.rows[opens[order.rows]]
         grouped = np.argsort(_narrow(self._code(openers, self.depth[openers])), kind="stable")
         self._openers = openers[grouped]
         self._opener_keys = self._key(self._openers, self.depth[self._openers])
@@ -190,7 +194,14 @@ class _Tree:
         self.parent[inner] = self.ancestor(inner, self.depth[inner] - 1)
 
     def _code(self, rows, level):
-        return self._thread[rows] * self._levels + level
+        """A code per (thread, level), >= 0 (past every opener's for a pair none has)."""
+        pair = self._thread[rows] * self._levels + level
+        if self._pairs is None:
+            return pair
+        at = np.searchsorted(self._pairs, pair)
+        known = self._pairs[np.minimum(at, max(len(self._pairs) - 1, 0))] == pair \
+            if len(self._pairs) else np.zeros(len(pair), bool)
+        return np.where(known, at, len(self._pairs))
 
     def _key(self, rows, level):
         return self._code(rows, level) * self._stride + self._position[rows]

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import Raw
 
-from .events import (DuplicateKey, IntegerTimeEvent, check_duplicate_keys, decode_events,
-                     field_types, micros_to_ns, struct_from_raw_fields)
+from .events import (INT64_MAX, INT64_MIN, DuplicateKey, IntegerTimeEvent, check_duplicate_keys,
+                     decode_events, field_types, micros_to_ns, struct_from_raw_fields)
 from tracewh.schema import TABLES
 from .secrets import redact_fields, redact_json_text
 
@@ -437,7 +437,23 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
         if missing:
             warnings["X events without dur (kept with NULL dur_ns)"] += missing
         columns["dur_ns"] = values["dur_ns"]
+        _check_ends(values["ts_ns"], values["dur_ns"], group.positions)
     return columns
+
+
+def _check_ends(starts, durations, positions):
+    """An event must end, not only start, within the signed 64-bit nanosecond range: every
+    view and per-trace measure adds its duration to its start."""
+    try:
+        pc.add_checked(starts, durations)
+    except pa.ArrowInvalid:
+        for start, duration, position in zip(starts.to_pylist(), durations.to_pylist(),
+                                             positions.to_pylist()):
+            if start is not None and duration is not None \
+                    and not INT64_MIN <= start + duration <= INT64_MAX:
+                raise EventProblem(position, f"ts {start} ns + dur {duration} ns: ends out of "
+                                   "the 64-bit nanosecond range") from None
+        raise
 
 
 def _values_by_column(group, ts_required, durations):

@@ -315,6 +315,10 @@ def test_no_field_of_any_event_is_dropped(tracewh, sql, tmp_path):
     ('{"traceEvents": [{"ph": "M", "name": "ok"}, {"ph": "X", "name": "no ts"}]}',
      "event 1: event has no ts"),
     ('{"traceEvents": [{"ph": "X", "ts": 1e400}]}', "event 0: ts"),
+    ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "X", "cat": "kernel", "ts": '
+     '9223372036854000, "dur": 100000}]}',
+     "event 1: ts 9223372036854000000 ns + dur 100000000 ns: ends out of the 64-bit "
+     "nanosecond range"),
 ])
 def test_invalid_events_are_refused_whole(content, problem, tracewh, tmp_path, warehouse):
     path = tmp_path / "bad.json"

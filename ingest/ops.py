@@ -236,12 +236,14 @@ class _Calls:
         placed = member.copy()
         placed[host.cpu_rows:] = True  # runtime rows are placed, never open
         self.tree = _Tree(host, self.order, placed, member)
-        size = len(ops)
         self.host_ns = host.dur[ops]
-        self.child_ns = np.zeros(size, np.int64)
-        for name in ("gpu_kernels", "gpu_self_ns", "gpu_self_comm_ns", "gpu_self_busy_ns",
-                     "gpu_total_ns", "gpu_total_busy_ns"):
-            setattr(self, name, np.zeros(size, np.int64))
+        self.child_ns = np.zeros(len(ops), np.int64)
+        self.gpu_kernels = np.zeros(len(ops), np.int64)
+        self.gpu_self_ns = np.zeros(len(ops), np.int64)
+        self.gpu_self_comm_ns = np.zeros(len(ops), np.int64)
+        self.gpu_self_busy_ns = np.zeros(len(ops), np.int64)
+        self.gpu_total_ns = np.zeros(len(ops), np.int64)
+        self.gpu_total_busy_ns = np.zeros(len(ops), np.int64)
 
     def launch_ops(self, host):
         """The call slot enclosing each runtime row (-1: none), by runtime row."""
@@ -255,10 +257,10 @@ class _Calls:
         np.add.at(self.gpu_kernels, slot, 1)
         np.add.at(self.gpu_self_ns, slot, dur)
         np.add.at(self.gpu_self_comm_ns, slot[comm], dur[comm])
-        self.gpu_self_busy_ns += _union_lengths(slot, start, start + dur, len(self.ops))
+        self.gpu_self_busy_ns = _union_lengths(slot, start, start + dur, len(self.ops))
         holders, items = self._holders(np.unique(slot), slot)
         np.add.at(self.gpu_total_ns, holders, dur[items])
-        self.gpu_total_busy_ns += _union_lengths(holders, start[items],
+        self.gpu_total_busy_ns = _union_lengths(holders, start[items],
                                                  start[items] + dur[items], len(self.ops))
 
     def _holders(self, launchers, slot):

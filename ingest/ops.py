@@ -316,18 +316,13 @@ def _work(host, calls, kernels, kernel_names):
     correlation = _array(activity["correlation"])
     slot = np.full(len(activity), -1, np.int64)
     # The launch: the runtime row of each correlation id (not 0) that starts first.
-    runtime = np.arange(host.cpu_rows, host.size)
-    with_id = runtime[host.correlation != 0]
+    with_id = np.flatnonzero(host.correlation != 0) + host.cpu_rows
     ids = host.correlation[with_id - host.cpu_rows]
-    first = np.lexsort((host.index[with_id], host.ts[with_id], ids))
-    ids, launches = ids[first], with_id[first]
-    leading = np.concatenate([[True], ids[1:] != ids[:-1]]) if len(ids) else ids.astype(bool)
-    ids, launches = ids[leading], launches[leading]
-    at = np.minimum(np.searchsorted(ids, correlation), max(len(ids) - 1, 0))
-    launched = (correlation != 0) & (ids[at] == correlation) if len(ids) else correlation != 0
-    launched &= len(ids) > 0
-    launch_op = calls.launch_ops(host)
-    slot[launched] = launch_op[launches[at[launched]] - host.cpu_rows]
+    by_id = np.lexsort((host.index[with_id], host.ts[with_id], ids))
+    ids, launches = ids[by_id], with_id[by_id]
+    launch = _equal(ids, correlation, last=False)
+    launched = (launch >= 0) & (correlation != 0)
+    slot[launched] = calls.launch_ops(host)[launches[launch[launched]] - host.cpu_rows]
     # Else the call carrying the activity's External id: the last started, then the last in
     # the file.
     missing = np.flatnonzero(slot < 0)
@@ -342,19 +337,28 @@ def _work(host, calls, kernels, kernel_names):
 
 
 def _by_external_id(host, calls, external):
-    """The call slot with each External id (not 0; -1: none)."""
+    """The call slot with each External id (not 0; -1: none): the last started, then the
+    last in the file."""
     cpu = host.external_id[calls.ops]
     carrying = np.flatnonzero(cpu != 0)
-    order = np.lexsort((host.index[calls.ops[carrying]], host.ts[calls.ops[carrying]],
-                        cpu[carrying]))
-    carrying = carrying[order]
-    ids = cpu[carrying]
-    if not len(ids):
+    if not len(carrying):
         return np.full(len(external), -1, np.int64)
-    last = np.searchsorted(ids, external, side="right") - 1
-    safe = np.maximum(last, 0)
-    return np.where((last >= 0) & (ids[safe] == external) & (external != 0),
-                    carrying[safe], -1)
+    rows = calls.ops[carrying]
+    by_id = np.lexsort((host.index[rows], host.ts[rows], cpu[carrying]))
+    carrying = carrying[by_id]
+    found = _equal(cpu[carrying], external, last=True)
+    return np.where((found >= 0) & (external != 0), carrying[np.maximum(found, 0)], -1)
+
+
+def _equal(keys, wanted, last):
+    """For each of `wanted`, the position of the first (or `last`) equal key in the sorted
+    `keys` (-1: none)."""
+    if not len(keys):
+        return np.full(len(wanted), -1, np.int64)
+    found = np.searchsorted(keys, wanted, side="right") - 1 if last else \
+        np.searchsorted(keys, wanted, side="left")
+    safe = np.clip(found, 0, len(keys) - 1)
+    return np.where((found >= 0) & (found < len(keys)) & (keys[safe] == wanted), found, -1)
 
 
 def _communication(activity, kernel_names):

@@ -257,10 +257,10 @@ class _Calls:
         np.add.at(self.gpu_kernels, slot, 1)
         np.add.at(self.gpu_self_ns, slot, dur)
         np.add.at(self.gpu_self_comm_ns, slot[comm], dur[comm])
-        self.gpu_self_busy_ns = _union_lengths(slot, start, start + dur, len(self.ops))
+        self.gpu_self_busy_ns += _union_lengths(slot, start, start + dur, len(self.ops))
         holders, items = self._holders(np.unique(slot), slot)
         np.add.at(self.gpu_total_ns, holders, dur[items])
-        self.gpu_total_busy_ns = _union_lengths(holders, start[items],
+        self.gpu_total_busy_ns += _union_lengths(holders, start[items],
                                                  start[items] + dur[items], len(self.ops))
 
     def _holders(self, launchers, slot):

@@ -53,8 +53,8 @@ def _files_read(warehouse, sql, **options):
 
 
 def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh, two_runs):
-    """The same rows as the views computed, from one file per run (two here) instead of every
-    file of the tables they read; a WHERE on run prunes the others."""
+    """The same rows as the views computed, from the marts' few files (two here: one per
+    refresh until they are merged) instead of every file of the tables they read."""
     import tracewh as library
 
     for name in MARTS:
@@ -62,7 +62,6 @@ def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh,
                                           .to_arrow_table())).equals(
             sorted_frame(view_frame(two_runs, name))), name
         assert _files_read(two_runs, f"SELECT * FROM {name}") == [2], name
-    assert _files_read(two_runs, "SELECT * FROM overlap WHERE run = 'b'") == [1]
     assert sum(_files_read(two_runs, "SELECT * FROM overlap", marts=False)) > 2
     mixed = ("SELECT k.run, count(*), min(o.overlap_ratio) FROM kernels AS k "
              "JOIN overlap AS o USING (run, phase, rank) GROUP BY ALL ORDER BY 1")
@@ -133,19 +132,49 @@ def test_stale_marts_are_not_read(tracewh, two_runs, tmp_path, stale):
     assert len(library.open(two_runs).current_marts()) == len(MARTS)
 
 
+def _mart_files(warehouse, name):
+    path = mart_path(warehouse, name)
+    return delta.live_files(path, delta.latest_version(path))
+
+
 def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
-    path = mart_path(two_runs, "kernel_stats")
-    before = {f.path for f in delta.live_files(path, delta.latest_version(path)) if f.run == "a"}
+    """Run a's file is left as it is; run b's is replaced by one of run b alone."""
+    files = _mart_files(two_runs, "kernel_stats")
+    assert sorted(f.runs for f in files) == [("a", "a"), ("b", "b")]
     tracewh("ingest", DLRM[3], "--run", "b", "--phase", "train")
-    version = delta.latest_version(path)
-    after = delta.live_files(path, version)
-    assert {f.path for f in after if f.run == "a"} == before  # run a's file untouched
-    actions = [json.loads(line) for line in
-               (path / "_delta_log" / f"{version:020d}.json").open()]
-    changed = {a[kind]["partitionValues"]["run"] for a in actions for kind in ("add", "remove")
-               if kind in a}
-    assert changed == {"b"}
+    after = _mart_files(two_runs, "kernel_stats")
+    assert {f.path for f in after if f.runs == ("a", "a")} == {
+        f.path for f in files if f.runs == ("a", "a")}
+    assert sorted(f.runs for f in after) == [("a", "a"), ("b", "b")]
+    assert not {f.path for f in after} & {f.path for f in files if f.runs == ("b", "b")}
     assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+
+
+@pytest.mark.parametrize("small_files", [2, 3])
+def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, small_files):
+    """Each refresh writes one file, merging the small ones when there would be more than
+    MAX_SMALL_FILES; a run replaced or deleted is taken out of the file that holds it with
+    others. The marts equal their views at every step."""
+    from tracewh import marts
+
+    monkeypatch.setattr(marts, "MAX_SMALL_FILES", small_files)
+    counts = []
+    for number, trace in enumerate(DLRM[:6]):
+        tracewh("ingest", trace, "--run", f"r{number}", "--phase", "train")
+        counts.append(len(_mart_files(warehouse, "overlap")))
+    assert max(counts) == small_files and counts[:small_files] == list(range(1, small_files + 1))
+    assert counts[small_files] == 1  # all merged, with the new run's rows
+    files = _mart_files(warehouse, "kernel_stats")
+    assert sum(f.rows for f in files) == view_frame(warehouse, "kernel_stats").height
+    shared = next(f for f in files if f.runs[0] != f.runs[1])  # a file of several runs
+    tracewh("ingest", DLRM[6], "--run", shared.runs[0], "--phase", "train")  # one more rank
+    tracewh("delete", shared.runs[1], "--yes")
+    for name in MARTS:
+        mart, view = mart_frame(warehouse, name), view_frame(warehouse, name)
+        assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+    overlap = mart_frame(warehouse, "overlap")
+    assert shared.runs[1] not in set(overlap["run"])
+    assert overlap.filter(pl.col("run") == shared.runs[0]).height == 2  # its two ranks
 
 
 def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):
@@ -262,15 +291,17 @@ def test_the_duckdb_cli_script_defines_the_whole_warehouse(tracewh, two_runs):
 
 
 def test_other_engines_read_the_marts(two_runs):
-    """polars and DuckDB's Parquet reader (the Hive partition `run` included)."""
+    """polars (skipping files by the run bounds of their statistics) and DuckDB's Parquet
+    reader."""
     by_polars = pl.read_delta(str(mart_path(two_runs, "run_metrics")))
-    files = [str(mart_path(two_runs, "run_metrics") / f.path) for f in delta.live_files(
-        mart_path(two_runs, "run_metrics"), delta.latest_version(mart_path(two_runs,
-                                                                           "run_metrics")))]
+    files = [str(mart_path(two_runs, "run_metrics") / f.path)
+             for f in _mart_files(two_runs, "run_metrics")]
     with duckdb.connect() as reader:
         by_duckdb = reader.execute(f"SELECT count(*), count(DISTINCT run) FROM read_parquet("
-                                   f"{files}, hive_partitioning = true)").fetchone()
+                                   f"{files})").fetchone()
     assert by_duckdb == (len(by_polars), 2)
+    of_b = pl.scan_delta(str(mart_path(two_runs, "run_metrics"))).filter(pl.col("run") == "b")
+    assert of_b.collect().height == by_polars.filter(pl.col("run") == "b").height > 0
 
 
 def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):

@@ -80,7 +80,7 @@ def _same_rows(rows, expected):
 def test_a_run_filter_reaches_every_file_a_view_reads(three_runs, view):
     """Over the whole warehouse too: EXPLAIN ANALYZE shows each scan reading one run's files
     (8 of 24), none all of them (a CTE read twice, a join on trace_id alone, used to). The
-    views computed, not read from their marts (which hold one file per run)."""
+    views computed, not read from their marts (a few files of many runs)."""
     plan = connect(three_runs, marts=False).execute(
         f"EXPLAIN ANALYZE SELECT * FROM {view} WHERE run = 'b'").fetchall()[0][1]
     reads = re.findall(r"Total Files Read: (\d+)", plan)

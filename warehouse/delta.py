@@ -39,15 +39,17 @@ PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
 @dataclass(frozen=True)
 class DataFile:
     """A live file of a table: its path relative to the table, partition and row count.
-    Marts are partitioned by run alone: their files have no phase and rank."""
+    Marts are not partitioned (see tracewh.marts): their files have no run, phase and rank
+    but the first and last run they hold (`runs`), which their statistics give."""
 
     path: str
-    run: str
+    run: str | None
     phase: str | None
     rank: int | None
     rows: int
     size: int
     row: dict | None = None  # a one-row file's values of ROW_STATS columns (traces files)
+    runs: tuple | None = None  # a mart file's (first, last) run
 
     @property
     def trace_id(self):
@@ -190,13 +192,18 @@ def remove_action(data_file, data_change=True):
 def _stats(data_file):
     """numRecords, and for a one-row file (a `traces` row) the bounds of its ROW_STATS
     columns, which are its values: listing runs and what they hold reads them from the log
-    instead of thousands of files (and engines skip files on them)."""
+    instead of thousands of files (and engines skip files on them); for a mart's file, the
+    bounds of its `run` column (which engines skip files on, and a refresh finds a run's
+    files by)."""
     stats = {"numRecords": data_file.rows}
     if data_file.row is not None:
         values = {name: (_timestamp_text(value) if isinstance(value, datetime.datetime)
                          else value) for name, value in data_file.row.items()}
         stats.update(minValues=values, maxValues=values,
                      nullCount={name: int(value is None) for name, value in values.items()})
+    if data_file.runs is not None:
+        first, last = data_file.runs
+        stats.update(minValues={"run": first}, maxValues={"run": last}, nullCount={"run": 0})
     return stats
 
 
@@ -350,13 +357,16 @@ def files_of(actions):
     named = [name for name in ROW_STATS if f"min.{name}" in columns]
     rows = ([dict(zip(named, values)) for values in zip(*(columns[f"min.{n}"] for n in named))]
             if len(named) == len(ROW_STATS) else [None] * actions.num_rows)
-    absent = [None] * actions.num_rows  # a mart's files: partitioned by run alone
+    absent = [None] * actions.num_rows  # a mart's files: not partitioned
     ranks = columns.get("partition.rank", absent)
+    runs = (list(zip(columns["min.run"], columns["max.run"])) if "min.run" in columns
+            else absent)
     return [DataFile(*fields) for fields in zip(
-        columns["path"], columns["partition.run"], columns.get("partition.phase", absent),
+        columns["path"], columns.get("partition.run", absent),
+        columns.get("partition.phase", absent),
         [None if rank is None else int(rank) for rank in ranks],
         [int(n or 0) for n in columns["num_records"]],
-        map(int, columns["size_bytes"]), rows)]
+        map(int, columns["size_bytes"]), rows, runs)]
 
 
 # -- partition values Delta cannot read ----------------------------------------------------------

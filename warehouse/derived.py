@@ -79,8 +79,9 @@ def _derived_from(snapshot, rules):
 
 def mark_for_recompute(catalog, run):
     """Have the next refresh compute the marts' rows of `run` again, whatever its traces'
-    sequence numbers say (under the writers' lock)."""
-    with catalog.locked():
+    sequence numbers say (under the writers' lock, without its recovery: this touches no
+    table, and is called inside a repair's commits, which a recovery would roll back)."""
+    with catalog.locked(recover=False):
         path = catalog.state / RECOMPUTE_FILE
         links.write_text(path, json.dumps(sorted(set(_read_json(path) or []) | {run})))
 

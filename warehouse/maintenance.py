@@ -235,12 +235,16 @@ def _remove_unreadable(catalog):
             published = (delta.unreadable_files(path, versions[name]) if name in versions
                          else [])
             unreadable = delta.unreadable_files(path)
+            files = {f.path: f for f in published + unreadable}
+            # before the commits: the marts drop or recompute what was removed (a run's
+            # files in a mart are not listed by run), a kill between is caught up
+            for run in {f.partition_values.get("run") for f in files.values()} - {None}:
+                mark_for_recompute(catalog, run)
             if unreadable:
                 delta.commit(path, delta.latest_version(path) + 1,
                              [delta.tombstone(f) for f in unreadable], "REPAIR")
             if published:  # removed now, or by a repair interrupted before its pointer
                 versions[name] = delta.latest_version(path)
-            files = {f.path: f for f in published + unreadable}
             tables += bool(files)
             for unreadable_file in files.values():
                 _count_removed(removed, path, name, unreadable_file)

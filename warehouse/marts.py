@@ -2,7 +2,7 @@
 `<warehouse>/marts/<view>/`, for tools that read Parquet or Delta but cannot run the library
 (Spark jobs, polars, BI tools over files).
 
-A mart holds its view's rows at the warehouse's snapshot, partitioned by run, and three
+A mart holds its view's rows at the warehouse's snapshot (compacted: below), and three
 columns for dashboards:
 
   start_ns        the rank's first GPU activity (for rank_skew, the earliest of the phase's
@@ -13,7 +13,17 @@ columns for dashboards:
 
 A refresh computes the rows of the runs committed since the mart's last refresh only (each
 mart commit records the warehouse's commit sequence number it reflects), and drops runs the
-warehouse no longer holds; a mart written from other SQL or other kernel rules is rebuilt.
+warehouse no longer holds (the commands that remove runs mark them for recompute); a mart
+written from other SQL or other kernel rules is rebuilt.
+
+Compaction. A mart is not partitioned: a partition per run would make a file per run, and a
+question over every run of a thousand would open a thousand files. Its files hold the rows of
+consecutive runs in run order, each file's statistics the first and last run of it (engines
+skip files on them, as on partitions). A refresh rewrites the files that may hold a run it
+recomputes or drops (the run within their bounds), without that run's rows; writes the new
+rows; and, when more than MAX_SMALL_FILES files under TARGET_BYTES would remain, merges those
+small files into the one it writes. The file count stays within MAX_SMALL_FILES plus one per
+TARGET_BYTES of rows, whatever the number of runs; each refresh writes one file.
 """
 
 import shutil
@@ -22,17 +32,21 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from . import delta
 from .delta import DataFile
 from .connection import connect
 from .layout import MARTS_DIR
 from .library import library_fingerprint, modules_read_by, tables_read_by
+from .parquet import write_table
 
 MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
          "launch_latency_summary", "kernel_class_histogram")
 STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
-FORMAT = 1  # of the marts' extra columns: a change rebuilds them
+FORMAT = 2  # of the marts' files (2: not partitioned, compacted): a change rebuilds them
+TARGET_BYTES = 8 << 20  # a file this large is no longer merged with new rows
+MAX_SMALL_FILES = 8  # small files a mart keeps before a refresh merges them
 RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
 
 
@@ -43,7 +57,7 @@ class MartPlan:
     version: int | None  # the mart's newest version; None when it is to be created
     rebuild: bool  # created again (other SQL, rules or format): every run recomputed
     recompute: set = field(default_factory=set)  # runs whose rows are computed again
-    drop: set = field(default_factory=set)  # runs the warehouse no longer holds
+    drop: set = field(default_factory=set)  # runs the warehouse no longer holds (marked)
     live: list = field(default_factory=list)  # the mart's files at `version` (DataFile)
 
     @property
@@ -147,7 +161,7 @@ def _plan(path, newest, snapshot, fingerprint):
         shutil.rmtree(path)
         return MartPlan(None, True, set(newest))
     return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
-                    {f.run for f in live} - set(newest), live)
+                    live=live)
 
 
 def _rows(connection, name):
@@ -167,35 +181,44 @@ def _rows(connection, name):
 
 
 def _commit(path, plan, rows, info):
-    """Write the rows' files, one directory per run, and commit them in place of the files of
-    the recomputed and dropped runs."""
+    """Commit the rows computed of the recomputed runs in place of those runs' rows: the files
+    that may hold a recomputed or dropped run are rewritten without it, the small files merged
+    when there are too many (see the module's docstring), all in one new file."""
     from deltalake import DeltaTable
 
     version = plan.version
     if plan.rebuild:  # a new schema; every file removed
-        DeltaTable.create(str(path), schema=rows.schema, partition_by=["run"],
+        DeltaTable.create(str(path), schema=rows.schema,
                           mode="ignore" if version is None else "overwrite")
         version = delta.latest_version(path)
-    removed = [] if plan.rebuild else [f for f in plan.live
-                                       if f.run in plan.recompute | plan.drop]
-    added = []
-
-    def visit(written):
-        relative = written.path[len(str(path)) + 1:]
-        run = relative.split("/", 1)[0].removeprefix("run=")
-        added.append(DataFile(relative, run, None, None, written.metadata.num_rows,
-                              written.size))
-
-    if rows.num_rows:
-        # imported here: pyarrow.dataset imports pandas where it is installed (~0.3 s), a
-        # cost every command would pay, not only those that write marts
-        import pyarrow.dataset as ds
-
-        ds.write_dataset(rows, str(path), format="parquet", partitioning=["run"],
-                         partitioning_flavor="hive", existing_data_behavior="overwrite_or_ignore",
-                         basename_template=f"{uuid.uuid4().hex}-{{i}}.parquet",
-                         file_options=ds.ParquetFileFormat().make_write_options(
-                             compression="zstd"),
-                         file_visitor=visit)
-    actions = [delta.remove_action(f) for f in removed] + [delta.add_action(f) for f in added]
+        removed = []
+    else:
+        removed = _files_to_rewrite(plan.live, plan.recompute | plan.drop)
+    gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
+    kept = [pq.ParquetFile(path / f.path).read().cast(rows.schema) for f in removed]
+    kept = [table.filter(pc.invert(pc.is_in(table["run"], value_set=gone))) for table in kept]
+    merged = pa.concat_tables([*kept, rows])
+    actions = [delta.remove_action(f) for f in removed]
+    if merged.num_rows:
+        actions.append(delta.add_action(_write(path, merged)))
     delta.commit(path, version + 1, actions, "WRITE", info)
+
+
+def _files_to_rewrite(live, runs):
+    """The live files that may hold one of `runs` (within their bounds, or without bounds),
+    and the small ones when more than MAX_SMALL_FILES of them would stay."""
+    touched = [f for f in live if f.runs is None or None in f.runs
+               or any(f.runs[0] <= run <= f.runs[1] for run in runs)]
+    small = [f for f in live if f not in touched and f.size < TARGET_BYTES]
+    return touched + (small if len(small) >= MAX_SMALL_FILES else [])
+
+
+def _write(path, rows):
+    """Write `rows` in run order (stable: a view's order within a run stays) as a new file of
+    the mart: its DataFile."""
+    rows = rows.take(pc.sort_indices(rows, sort_keys=[("run", "ascending")]))
+    name = f"{uuid.uuid4().hex}.parquet"
+    write_table(rows, path / name)
+    bounds = pc.min_max(rows["run"])
+    return DataFile(name, None, None, None, rows.num_rows, (path / name).stat().st_size,
+                    runs=(bounds["min"].as_py(), bounds["max"].as_py()))

@@ -58,15 +58,14 @@ def _no_rows(columns):
 
 def mart_view_sql(name, columns, has_files):
     """The view `name` over its mart's files in variable `mart_files_variable(name)`, with the
-    view's (name, DuckDB type) `columns` in its order: the files hold `run` as their Hive
-    partition and the marts' three columns more, which the view leaves out."""
+    view's (name, DuckDB type) `columns` in its order: the files hold the marts' three
+    columns more, which the view leaves out."""
     if not has_files:
         return f"CREATE OR REPLACE VIEW {name} AS {_no_rows(columns)}"
     select = ", ".join(f"CAST({_quote(column)} AS {type_}) AS {_quote(column)}"
                        for column, type_ in columns)
     return (f"CREATE OR REPLACE VIEW {name} AS SELECT {select} FROM read_parquet("
-            f"getvariable('{mart_files_variable(name)}'), hive_partitioning = true, "
-            "hive_types = {'run': VARCHAR})")
+            f"getvariable('{mart_files_variable(name)}'), hive_partitioning = false)")
 
 
 def scan_select(table, files, options=""):

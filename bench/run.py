@@ -64,10 +64,12 @@ print(elapsed, peak)
 """
 
 JSON_LOAD = "import json\nwith open(sys.argv[1]) as f: json.load(f)"
-INGEST_WITH = ("import sys\nfrom {package}.cli import cli\n"
-          "try:\n    cli(['--warehouse', sys.argv[2], 'ingest', sys.argv[1], '--run', 'bench',"
-          " '--phase', 'train', '--replace'], prog_name='tracewh')\n"
-          "except SystemExit as e:\n    assert not e.code, e.code")
+# The `tracewh` command's own entry point (main), as the console script runs it.
+INGEST_WITH = ("import sys\nfrom {package}.cli import main\n"
+               "sys.argv[1:] = ['--warehouse', sys.argv[2], 'ingest', sys.argv[1], '--run', "
+               "'bench', '--phase', 'train', '--replace']\n"
+               "try:\n    main()\n"
+               "except SystemExit as e:\n    assert not e.code, e.code")
 INGEST = INGEST_WITH.format(package="tracewh")
 # Today's ingest, timing the refresh of the marts and tracewh.duckdb that ends it.
 INGEST_TIMING_REFRESH = ("import time\nfrom tracewh import api\n"
@@ -286,8 +288,8 @@ FLEET_COMMANDS = [
     ("overlap of all runs", ["query", "SELECT run, avg(overlap_ratio) FROM overlap GROUP BY run"]),
     ("kernels of all runs", ["query", "SELECT run, count(*) FROM kernels GROUP BY run"]),
 ]
-CLI = ("import sys\nfrom tracewh.cli import cli\n"
-       "try:\n    cli(sys.argv[1:], prog_name='tracewh')\n"
+CLI = ("import sys\nfrom tracewh.cli import main\n"
+       "try:\n    main()\n"
        "except SystemExit as e:\n    assert not e.code, e.code")
 
 

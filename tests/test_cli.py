@@ -303,6 +303,23 @@ def test_ingest_seconds_are_wall_time_not_summed_over_workers(warehouse):
     assert 0 < seconds <= elapsed + 0.05
 
 
+def test_the_command_and_its_workers_do_not_import_pandas(tmp_path):
+    """pyarrow imports pandas, where installed, at its first conversion of Python values:
+    0.25-0.33 s in every process of a command. The `tracewh` command's processes (the
+    ingest's workers too, two here) do without; `-X importtime` lists every module a process
+    of it imported, pandas' submodules only where pandas was imported."""
+    pytest.importorskip("pandas")  # installed here: what would be imported
+    command = [sys.executable, "-X", "importtime", "-m", "tracewh", "--warehouse",
+               str(tmp_path / "wh"), "ingest", str(EXAMPLES), "--run", "a", "--jobs", "2"]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "8 files ingested" in done.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")]
+    assert "pyarrow.lib" in imported and not [m for m in imported if m.startswith("pandas.")]
+
+
 def test_a_large_file_shows_a_byte_bar_on_a_terminal_only(tmp_path):
     """On a pty, one large file draws a progress bar of its bytes on stderr; through a pipe,
     nothing but the summary."""

@@ -13,7 +13,7 @@
    tree in SQL (its live twin) over the one rank, before the copies (over 64 it takes many
    minutes). The goal: each under 2 s over 64 ranks. They are timed
    again after `tracewh optimize` when it merged files (an ingest writes one file per table
-   and worker, and merges a table's parts under 16 MB: this trace's tables are all one file).
+   and worker, and merges a table's parts when they hold under 65,536 rows).
    DeepSeek's traces hold no memory events, so `memory_peaks` is timed again (with
    `memory_events`) over 64 ranks of TraceLens's H100 trace scaled x64 (2.5M memory events).
 3. Huge trace (several minutes; TRACEWH_BENCH_QUICK=1 skips it): a ~2 GB trace ingests with

@@ -109,12 +109,14 @@ def rebase_part(directory, name, part, delta):
     write_part(directory, name, part, shift_times(pq.read_table(path), delta))
 
 
-# A table's parts of a trace (one per worker) are merged into one file when they weigh little
-# together: a small table (instants, flows) gets a few rows from each worker. Larger parts are
-# left to `tracewh optimize`: merging rewrites them, and merging every table under 16 MB made
-# a 254 MB trace 1.38x slower to ingest.
+# A table's parts of a trace (one per worker) are merged into one file when they hold few rows
+# together: a small table (instants, metadata) gets a few rows from each worker. Merging costs
+# ~0.8 us a row (read, then encoded again): merging every table under 16 MB took 0.5-0.8 s of
+# the 254 MB trace's 3.1 s ingest, and over 64 ranks of it views took 0.85-1.21x as long with
+# two files per table and trace as with one (measured 2026-12-04). Larger parts are left to
+# `tracewh optimize`.
 MERGE_AT_MOST_PARTS = 4
-MERGE_BELOW_BYTES = 16 << 20
+MERGE_BELOW_ROWS = 1 << 16
 
 
 def merge_small_parts(directory, name, parts):
@@ -124,7 +126,7 @@ def merge_small_parts(directory, name, parts):
     the chunks it took, so parts interleave)."""
     paths = [directory / staged_name(name, part) for part in parts]
     if (not 2 <= len(parts) <= MERGE_AT_MOST_PARTS
-            or sum(path.stat().st_size for path in paths) >= MERGE_BELOW_BYTES):
+            or sum(pq.read_metadata(path).num_rows for path in paths) >= MERGE_BELOW_ROWS):
         return parts, []
     merged = max(parts) + 1
     write_part(directory, name, merged, _in_event_order(paths))

@@ -140,7 +140,7 @@ def test_a_killed_commit_is_removed_by_the_next_writer(tracewh, warehouse, sql, 
 def test_optimize_merges_a_traces_files_and_keeps_every_row(tracewh, warehouse, tmp_path,
                                                             monkeypatch):
     from tracewh.ingest import reader, writer
-    monkeypatch.setattr(writer, "MERGE_BELOW_BYTES", 0)  # as a trace too large to merge
+    monkeypatch.setattr(writer, "MERGE_BELOW_ROWS", 0)  # as a trace too large to merge
     monkeypatch.setattr(reader, "BLOCK_SIZE", 1 << 16)  # ~150 chunks for 2 workers
     big = tmp_path / "big_train.json"  # a file per table and worker: several per table
     document = json.loads(DLRM0.read_bytes() if DLRM0.suffix == ".json" else

@@ -402,7 +402,7 @@ def test_each_worker_writes_one_file_per_table_for_all_the_chunks_it_takes(
     a scan's files one after another): a trace of ~60 chunks read by 2 workers is at most 2
     files per table, holding the rows one process stores in one file."""
     monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)
-    monkeypatch.setattr("tracewh.ingest.writer.MERGE_BELOW_BYTES", 0)  # parts kept apart
+    monkeypatch.setattr("tracewh.ingest.writer.MERGE_BELOW_ROWS", 0)  # parts kept apart
     path = tmp_path / "chunked.json"
     path.write_text(json.dumps({"traceEvents": hostile_kernels(2000, [{}])}, indent=2))
     for run, jobs in (("one", "1"), ("two", "2")):

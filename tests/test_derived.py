@@ -177,6 +177,25 @@ def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, 
     assert overlap.filter(pl.col("run") == shared.runs[0]).height == 2  # its two ranks
 
 
+def test_a_new_run_sorting_inside_a_file_s_bounds_leaves_it_alone(tracewh, warehouse,
+                                                                 monkeypatch):
+    """Run b sorts between a and c, which share a file: that file does not hold b, and is
+    not rewritten for it."""
+    from tracewh import marts
+
+    monkeypatch.setattr(marts, "MAX_SMALL_FILES", 1)  # every refresh merges the small files
+    for run in ("a", "c"):
+        tracewh("ingest", DLRM[0], "--run", run, "--phase", "train")
+    (shared,) = _mart_files(warehouse, "overlap")
+    assert shared.runs == ("a", "c")
+    monkeypatch.setattr(marts, "MAX_SMALL_FILES", 8)
+    tracewh("ingest", DLRM[1], "--run", "b", "--phase", "train")
+    after = _mart_files(warehouse, "overlap")
+    assert sorted((f.path == shared.path, f.runs) for f in after) == [
+        (False, ("b", "b")), (True, ("a", "c"))]
+    assert sorted(mart_frame(warehouse, "overlap")["run"]) == ["a", "b", "c"]
+
+
 def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):
     (two_runs / "_tracewh" / "kernel_rules.toml").write_text(
         '[[class]]\nclass = "communication"\n')  # every GPU activity

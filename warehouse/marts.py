@@ -19,9 +19,9 @@ written from other SQL or other kernel rules is rebuilt.
 Compaction. A mart is not partitioned: a partition per run would make a file per run, and a
 question over every run of a thousand would open a thousand files. Its files hold the rows of
 consecutive runs in run order, each file's statistics the first and last run of it (engines
-skip files on them, as on partitions). A refresh rewrites the files that may hold a run it
-recomputes or drops (the run within their bounds), without that run's rows; writes the new
-rows; and, when more than MAX_SMALL_FILES files under TARGET_BYTES would remain, merges those
+skip files on them, as on partitions). A refresh rewrites the files that hold a run it
+recomputes or drops (the run within their bounds and in their `run` column), without that
+run's rows; writes the new rows; and, when more than MAX_SMALL_FILES files under TARGET_BYTES would remain, merges those
 small files into the one it writes. The file count stays within MAX_SMALL_FILES plus one per
 TARGET_BYTES of rows, whatever the number of runs; each refresh writes one file.
 """
@@ -182,7 +182,7 @@ def _rows(connection, name):
 
 def _commit(path, plan, rows, info):
     """Commit the rows computed of the recomputed runs in place of those runs' rows: the files
-    that may hold a recomputed or dropped run are rewritten without it, the small files merged
+    that hold a recomputed or dropped run are rewritten without it, the small files merged
     when there are too many (see the module's docstring), all in one new file."""
     from deltalake import DeltaTable
 
@@ -193,7 +193,7 @@ def _commit(path, plan, rows, info):
         version = delta.latest_version(path)
         removed = []
     else:
-        removed = _files_to_rewrite(plan.live, plan.recompute | plan.drop)
+        removed = _files_to_rewrite(path, plan.live, plan.recompute | plan.drop)
     gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
     kept = [pq.ParquetFile(path / f.path).read().cast(rows.schema) for f in removed]
     kept = [table.filter(pc.invert(pc.is_in(table["run"], value_set=gone))) for table in kept]
@@ -204,11 +204,17 @@ def _commit(path, plan, rows, info):
     delta.commit(path, version + 1, actions, "WRITE", info)
 
 
-def _files_to_rewrite(live, runs):
-    """The live files that may hold one of `runs` (within their bounds, or without bounds),
-    and the small ones when more than MAX_SMALL_FILES of them would stay."""
-    touched = [f for f in live if f.runs is None or None in f.runs
-               or any(f.runs[0] <= run <= f.runs[1] for run in runs)]
+def _files_to_rewrite(path, live, runs):
+    """The live files that hold one of `runs`, and the small ones when more than
+    MAX_SMALL_FILES of them would stay. A file may hold a run within its bounds (or any, without
+    bounds); its `run` column says whether it does: a new run whose name sorts between two
+    others (a hash, say) is in no file, and no file is rewritten for it."""
+    wanted = pa.array(sorted(runs), pa.string())
+    touched = [f for f in live
+               if (f.runs is None or None in f.runs
+                   or any(f.runs[0] <= run <= f.runs[1] for run in runs))
+               and pc.any(pc.is_in(pq.ParquetFile(path / f.path).read(columns=["run"])["run"],
+                                   value_set=wanted)).as_py()]
     small = [f for f in live if f not in touched and f.size < TARGET_BYTES]
     return touched + (small if len(small) >= MAX_SMALL_FILES else [])
 

@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tracewh import delta
 from tracewh.api import Warehouse
 from tracewh.catalog import Catalog
 from tracewh.derived import refresh_derived
@@ -41,6 +42,7 @@ from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.sources import expand_inputs
 from tracewh.library import published_modules
 from tracewh.maintenance import optimize
+from tracewh.marts import MARTS, mart_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -334,6 +336,11 @@ def bench_refresh(small, large):
               f"({marts_s / ingest_s:4.0%}) | {FILE_NAME} {file_s:5.2f} s "
               f"({file_s / ingest_s:4.0%}) | together {(marts_s + file_s) / ingest_s:4.0%} "
               "of the ingest (goal < 10%)")
+        files = {name: len(delta.live_files(mart_path(warehouse, name),
+                                            delta.latest_version(mart_path(warehouse, name))))
+                 for name in MARTS}
+        print(f"{'':<11} then the marts' files: {min(files.values())}-{max(files.values())} "
+              f"a mart, {len(Catalog(warehouse).runs()):,} runs (compacted, not one per run)")
 
 
 def bench_fleet(small, large):

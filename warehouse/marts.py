@@ -21,9 +21,10 @@ question over every run of a thousand would open a thousand files. Its files hol
 consecutive runs in run order, each file's statistics the first and last run of it (engines
 skip files on them, as on partitions). A refresh rewrites the files that hold a run it
 recomputes or drops (the run within their bounds and in their `run` column), without that
-run's rows; writes the new rows; and, when more than MAX_SMALL_FILES files under TARGET_BYTES would remain, merges those
-small files into the one it writes. The file count stays within MAX_SMALL_FILES plus one per
-TARGET_BYTES of rows, whatever the number of runs; each refresh writes one file.
+run's rows; writes the new rows; and, when more than MAX_SMALL_FILES files under TARGET_BYTES
+would remain, merges those small files into the one it writes. The file count stays within
+MAX_SMALL_FILES plus one per TARGET_BYTES of rows, whatever the number of runs; each refresh
+writes one file.
 """
 
 import shutil
@@ -187,14 +188,14 @@ def _commit(path, plan, rows, info):
     from deltalake import DeltaTable
 
     version = plan.version
+    gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
     if plan.rebuild:  # a new schema; every file removed
         DeltaTable.create(str(path), schema=rows.schema,
                           mode="ignore" if version is None else "overwrite")
         version = delta.latest_version(path)
         removed = []
     else:
-        removed = _files_to_rewrite(path, plan.live, plan.recompute | plan.drop)
-    gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
+        removed = _files_to_rewrite(path, plan.live, gone)
     kept = [pq.ParquetFile(path / f.path).read().cast(rows.schema) for f in removed]
     kept = [table.filter(pc.invert(pc.is_in(table["run"], value_set=gone))) for table in kept]
     merged = pa.concat_tables([*kept, rows])
@@ -205,16 +206,16 @@ def _commit(path, plan, rows, info):
 
 
 def _files_to_rewrite(path, live, runs):
-    """The live files that hold one of `runs`, and the small ones when more than
-    MAX_SMALL_FILES of them would stay. A file may hold a run within its bounds (or any, without
-    bounds); its `run` column says whether it does: a new run whose name sorts between two
-    others (a hash, say) is in no file, and no file is rewritten for it."""
-    wanted = pa.array(sorted(runs), pa.string())
+    """The live files that hold one of `runs` (a string array), and the small ones when more
+    than MAX_SMALL_FILES of them would stay. A file may hold a run within its bounds (or any,
+    without bounds); its `run` column says whether it does: a new run whose name sorts between
+    two others (a hash, say) is in no file, and no file is rewritten for it."""
+    names = runs.to_pylist()
     touched = [f for f in live
                if (f.runs is None or None in f.runs
-                   or any(f.runs[0] <= run <= f.runs[1] for run in runs))
+                   or any(f.runs[0] <= run <= f.runs[1] for run in names))
                and pc.any(pc.is_in(pq.ParquetFile(path / f.path).read(columns=["run"])["run"],
-                                   value_set=wanted)).as_py()]
+                                   value_set=runs)).as_py()]
     small = [f for f in live if f not in touched and f.size < TARGET_BYTES]
     return touched + (small if len(small) >= MAX_SMALL_FILES else [])
 

@@ -106,7 +106,7 @@ def test_events_without_separator_across_whitespace_are_an_error(tmp_path):
 # (500 MB and more in a full run).
 MEASURE = """
 import re, sys
-from tracewh.cli import main
+from tracewh.command import main
 try:
     main()
 finally:

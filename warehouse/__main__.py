@@ -1,5 +1,5 @@
 """`python -m tracewh`: the CLI without the installed console script."""
 
-from .cli import main
+from .command import main
 
 main()

@@ -6,8 +6,6 @@ one line too, with status 130.
 """
 
 import importlib
-import importlib.abc
-import sys
 import time
 
 import click
@@ -89,24 +87,3 @@ def cli(ctx, warehouse_dir):
       tracewh delete run41                 # remove a run (its files go at vacuum)
     """
     ctx.obj = warehouse_dir or default_location()  # the commands' Warehouse: see pass_warehouse
-
-
-def main():
-    """The `tracewh` command's process. pyarrow looks for pandas at its first conversion of
-    Python values (any `pa.array`), importing it where it is installed: 0.25-0.33 s in the
-    command's process and again in each ingest worker, a third of a small run's ingest, for a
-    library no command uses. A command's own process finds no pandas (pyarrow then does
-    without it), and the forked workers inherit that. Not in `cli`: the Python API and
-    CliRunner run in processes that may use pandas."""
-    sys.meta_path.insert(0, _WithoutPandas())
-    cli(prog_name="tracewh")
-
-
-class _WithoutPandas(importlib.abc.MetaPathFinder):
-    """An import finder for which pandas is not installed."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "pandas":
-            raise ModuleNotFoundError(f"No module named {name!r} (tracewh's commands do not "
-                                      "use pandas)", name=name)
-        return None

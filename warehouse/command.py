@@ -1,0 +1,48 @@
+"""The `tracewh` command's process (the console script's entry, and `python -m tracewh`):
+settings of the process that must come before pyarrow is imported, then the click CLI.
+
+- Arrow allocates through glibc (ARROW_DEFAULT_MEMORY_POOL=system, unless the user set it),
+  not mimalloc, pyarrow's default: the setting is read once, when pyarrow is imported, and
+  `pa.set_memory_pool` later reaches only what pyarrow's Python layer allocates, not Arrow's
+  C++ (compute kernels, the Parquet reader's buffers). mimalloc keeps the pages it frees to
+  itself: the ingest's numpy arrays could not reuse what its Arrow columns freed, and it held
+  ~2.5x the bytes Arrow had allocated when the staged parts were read back. With one heap,
+  whose freed memory the ingest keeps for reuse (`tracewh.ingest.allocator`), the peak RSS of
+  ingesting the 254 MB trace went from ~450 to ~340 MiB (worker) and ~350 to ~280 MiB
+  (parent), at no cost in time (`make bench`).
+- pandas cannot be imported. pyarrow looks for it at its first conversion of Python values
+  (any `pa.array`), importing it where it is installed: 0.25-0.33 s in the command's process
+  and again in each ingest worker, a third of a small run's ingest, for a library no command
+  uses. pyarrow then does without it, and the forked workers inherit the finder.
+
+Neither is done in `tracewh.cli`: the Python API and CliRunner run in processes that may use
+pandas, and whose allocator is their own business.
+"""
+
+import importlib.abc
+import os
+import sys
+
+
+def main():
+    prepare_process()
+    from .cli import cli
+
+    cli(prog_name="tracewh")
+
+
+def prepare_process():
+    """The settings above, for this process and those it forks (again: no change)."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WithoutPandas())
+
+
+class _WithoutPandas(importlib.abc.MetaPathFinder):
+    """An import finder for which pandas is not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"No module named {name!r} (tracewh's commands do not "
+                                      "use pandas)", name=name)
+        return None

@@ -16,6 +16,7 @@ import math
 
 from .errors import UsageError
 from .rules import check_keys, check_pattern, read_tables
+from .table_sql import insert_rows
 
 KEYS = ("name", "pattern", "memory_tbs", "tflops", "source")
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -86,5 +87,4 @@ def peaks_rows(peaks):
 
 def create_peaks_table(connection, peaks):
     connection.execute(PEAKS_TABLE)
-    connection.executemany(f"INSERT INTO device_peaks VALUES ({', '.join('?' * len(COLUMNS))})",
-                           peaks_rows(peaks))
+    insert_rows(connection, "device_peaks", peaks_rows(peaks))

@@ -25,6 +25,7 @@ import re2
 
 from .errors import UsageError
 from .names import did_you_mean
+from .table_sql import insert_rows
 
 CLASSES = ("communication", "computation", "memory", "sync", "other")
 WAREHOUSE_RULES = Path("_tracewh") / "kernel_rules.toml"
@@ -195,5 +196,4 @@ def rules_rows(rules):
 
 def create_rules_table(connection, rules):
     connection.execute(RULES_TABLE)
-    connection.executemany("INSERT INTO kernel_class_rules VALUES (?, ?, ?, ?, ?)",
-                           rules_rows(rules))
+    insert_rows(connection, "kernel_class_rules", rules_rows(rules))

@@ -72,9 +72,9 @@ INGEST_WITH = ("import sys\nfrom {entry} import main\n"
                "'bench', '--phase', 'train', '--replace']\n"
                "try:\n    main()\n"
                "except SystemExit as e:\n    assert not e.code, e.code")
-INGEST = INGEST_WITH.format(entry="tracewh.command")
+INGEST = INGEST_WITH.format(entry="tracewh.entry")
 # Today's ingest, timing the refresh of the marts and tracewh.duckdb that ends it.
-INGEST_TIMING_REFRESH = ("import time\nfrom tracewh.command import prepare_process\n"
+INGEST_TIMING_REFRESH = ("import time\nfrom tracewh.entry import prepare_process\n"
                          "prepare_process()  # before pyarrow's import, as main() does\n"
                          "from tracewh import api\n"
                          "refresh, spent = api.refresh_derived, []\n"
@@ -304,7 +304,7 @@ FLEET_COMMANDS = [
     ("overlap of all runs", ["query", "SELECT run, avg(overlap_ratio) FROM overlap GROUP BY run"]),
     ("kernels of all runs", ["query", "SELECT run, count(*) FROM kernels GROUP BY run"]),
 ]
-CLI = ("import sys\nfrom tracewh.command import main\n"
+CLI = ("import sys\nfrom tracewh.entry import main\n"
        "try:\n    main()\n"
        "except SystemExit as e:\n    assert not e.code, e.code")
 

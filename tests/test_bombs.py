@@ -106,7 +106,7 @@ def test_events_without_separator_across_whitespace_are_an_error(tmp_path):
 # (500 MB and more in a full run).
 MEASURE = """
 import re, sys
-from tracewh.command import main
+from tracewh.entry import main
 try:
     main()
 finally:

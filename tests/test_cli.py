@@ -330,7 +330,7 @@ def test_the_command_s_arrow_allocates_through_glibc_unless_the_user_chose(tmp_p
     report = ("import atexit, sys\n"
               "atexit.register(lambda: print('pool', __import__('pyarrow')"
               ".default_memory_pool().backend_name, file=sys.stderr))\n"
-              "from tracewh.command import main\nmain()\n")
+              "from tracewh.entry import main\nmain()\n")
     env = {key: value for key, value in os.environ.items()
            if key != "ARROW_DEFAULT_MEMORY_POOL"}
     if chosen:

@@ -96,7 +96,7 @@ LAYERS = [
     {"tracewh.diff", "tracewh.trend", "tracewh.export", "tracewh.report", "tracewh.charts",
      "tracewh.demangle", "tracewh.output"},
     {"tracewh", "tracewh.api", "tracewh.spark", "tracewh.torch", "tracewh.cli",
-     "tracewh.__main__"},
+     "tracewh.entry", "tracewh.__main__"},
     {m for m in MODULES if m.startswith("tracewh.commands")},
 ]
 

@@ -1,5 +1,5 @@
 """`python -m tracewh`: the CLI without the installed console script."""
 
-from .command import main
+from .entry import main
 
 main()

@@ -15,8 +15,7 @@ import importlib.resources
 import math
 
 from .errors import UsageError
-from .rules import check_keys, check_pattern, read_tables
-from .table_sql import insert_rows
+from .rules import check_keys, check_pattern, insert_rows, read_tables
 
 KEYS = ("name", "pattern", "memory_tbs", "tflops", "source")
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")

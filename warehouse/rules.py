@@ -25,7 +25,6 @@ import re2
 
 from .errors import UsageError
 from .names import did_you_mean
-from .table_sql import insert_rows
 
 CLASSES = ("communication", "computation", "memory", "sync", "other")
 WAREHOUSE_RULES = Path("_tracewh") / "kernel_rules.toml"
@@ -192,6 +191,17 @@ RULES_TABLE = ("CREATE OR REPLACE TABLE kernel_class_rules (target VARCHAR, prio
 def rules_rows(rules):
     """The rows of table kernel_class_rules: (target, priority, category, pattern, value)."""
     return [(t, i, c, p, v) for i, (t, c, p, v) in enumerate(rules)]
+
+
+def insert_rows(connection, table, rows):
+    """Insert `rows` (tuples of one width) into `table` in one statement. DuckDB's executemany
+    runs a statement per row, ~0.3 ms each: the 105 device peaks and 17 kernel rules took
+    0.04 s of every connection (a query, the refresh), a tenth of a small query's time."""
+    if not rows:
+        return
+    row = "(" + ", ".join("?" * len(rows[0])) + ")"
+    connection.execute(f"INSERT INTO {table} VALUES " + ", ".join([row] * len(rows)),
+                       [value for values in rows for value in values])
 
 
 def create_rules_table(connection, rules):

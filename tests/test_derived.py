@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 import sqlalchemy
 
-from tracewh import delta
+from tracewh import connection, delta, marts
 from tracewh.catalog import Catalog
-from tracewh.derived import DONE_FILE
+from tracewh.derived import DONE_FILE, mark_for_recompute, refresh_derived
 from tracewh.layout import MARTS_DIR
 from tracewh.duckdb_file import FILE_NAME
 from tracewh.marts import MARTS, mart_path
@@ -33,12 +33,28 @@ def two_runs(tracewh, warehouse):
     return warehouse
 
 
-def test_marts_equal_their_views_row_for_row(two_runs):
-    for name in MARTS:
-        mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
-        assert mart.columns == view.columns + EXTRA_COLUMNS, name
-        assert len(view) > 0, name
-        assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
+    """Both ways a refresh reads the runs it derives: from a copy of their rows in memory
+    (small runs, as these) and from their files (large ones), beside the views' query, which
+    reads the files."""
+    catalog, copied = Catalog(two_runs), []
+
+    def connect_spy(*args, in_memory, **options):
+        copied.append(in_memory)
+        return connection.connect(*args, in_memory=in_memory, **options)
+
+    monkeypatch.setattr(marts, "connect", connect_spy)
+    for in_memory_events in (100_000, 0):
+        monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
+        for run in ("a", "b"):
+            mark_for_recompute(catalog, run)
+        refresh_derived(catalog)
+        for name in MARTS:
+            mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
+            assert mart.columns == view.columns + EXTRA_COLUMNS, name
+            assert len(view) > 0, name
+            assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+    assert copied == [True, False]
     overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
@@ -155,7 +171,6 @@ def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, 
     """Each refresh writes one file, merging the small ones when there would be more than
     MAX_SMALL_FILES; a run replaced or deleted is taken out of the file that holds it with
     others. The marts equal their views at every step."""
-    from tracewh import marts
 
     monkeypatch.setattr(marts, "MAX_SMALL_FILES", small_files)
     counts = []
@@ -181,7 +196,6 @@ def test_a_new_run_sorting_inside_a_file_s_bounds_leaves_it_alone(tracewh, wareh
                                                                  monkeypatch):
     """Run b sorts between a and c, which share a file: that file does not hold b, and is
     not rewritten for it."""
-    from tracewh import marts
 
     monkeypatch.setattr(marts, "MAX_SMALL_FILES", 1)  # every refresh merges the small files
     for run in ("a", "c"):
@@ -345,12 +359,10 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
 
 
 def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, monkeypatch):
-    from tracewh import marts
-
     def interrupted(catalog, snapshot):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(marts, "_newest_seq_of_runs", interrupted)
+    monkeypatch.setattr(marts, "_runs_held", interrupted)
     result = tracewh("ingest", DLRM[6], "--run", "d", "--phase", "train", expect=130)
     assert "what was committed stays" in result.output and "Traceback" not in result.output
     assert "d" in {info.run for info in Catalog(two_runs).runs()}

@@ -27,6 +27,7 @@ MAX_SMALL_FILES plus one per TARGET_BYTES of rows, whatever the number of runs; 
 writes one file.
 """
 
+import collections
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -48,6 +49,11 @@ STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
 FORMAT = 2  # of the marts' files (2: not partitioned, compacted): a change rebuilds them
 TARGET_BYTES = 8 << 20  # a file this large is no longer merged with new rows
 MAX_SMALL_FILES = 8  # small files a mart keeps before a refresh merges them
+# Runs of at most this many events in all are refreshed from a copy of their rows in memory
+# (read once, not by each mart's view: 0.44 -> 0.22 s for the views of an 8-rank run of 26,538
+# events); larger ones from their files, which the views read only in part (at 199,000
+# events both take 0.49 s, and the copy 30 MB more).
+IN_MEMORY_EVENTS = 100_000
 RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
 
 
@@ -113,7 +119,7 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     """Bring every mart to `snapshot` under the kernel `rules` (under the writers' lock,
     which the caller holds); the runs in `recompute` are computed again in any case (or
     dropped, when gone)."""
-    newest = _newest_seq_of_runs(catalog, snapshot)
+    newest, events = _runs_held(catalog, snapshot)
     fingerprint = _fingerprint(rules)
     plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
              for name in MARTS}
@@ -126,7 +132,8 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     committed = 0
     with connect(catalog, snapshot, rules, runs=runs,
                  tables=tables_read_by(*MARTS, "capture_spans"),
-                 modules=modules_read_by(*MARTS, "capture_spans")) as connection:
+                 modules=modules_read_by(*MARTS, "capture_spans"),
+                 in_memory=sum(events[run] for run in runs) <= IN_MEMORY_EVENTS) as connection:
         for name, plan in plans.items():
             if not plan.needed:
                 continue
@@ -136,17 +143,19 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     return MartsRefresh(sorted(runs), committed)
 
 
-def _newest_seq_of_runs(catalog, snapshot):
-    """{run: the newest ingest_seq of its traces}."""
+def _runs_held(catalog, snapshot):
+    """{run: the newest ingest_seq of its traces}, {run: the events of its traces}."""
     rows = catalog.trace_rows(snapshot)
     if rows is None:  # files without statistics: from the rows
-        pairs = [(t.run, t.ingest_seq) for t in catalog.stored_traces(None, snapshot=snapshot)]
+        triples = [(t.run, t.ingest_seq, t.events)
+                   for t in catalog.stored_traces(None, snapshot=snapshot)]
     else:
-        pairs = zip(rows["run"].to_pylist(), rows["ingest_seq"].to_pylist())
-    newest = {}
-    for run, seq in pairs:
+        triples = zip(*(rows[name].to_pylist() for name in ("run", "ingest_seq", "events")))
+    newest, events = {}, collections.Counter()
+    for run, seq, count in triples:
         newest[run] = max(seq, newest.get(run, seq))
-    return newest
+        events[run] += count
+    return newest, events
 
 
 def _plan(path, newest, snapshot, fingerprint):

@@ -23,7 +23,7 @@ from .table_sql import files_variable, table_view_sql
 
 
 def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False, peaks=None,
-            modules=None, marts=None, in_memory=False):
+            modules=None, marts=None, copied=()):
     """An in-memory DuckDB connection with every table and library view defined, over
     `snapshot` of the warehouse `catalog` with the kernel `rules`, or over some runs of it only:
     DuckDB reads the Hive partition values of every file a view lists each time the view is
@@ -35,10 +35,10 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     the network, extensions, settings). `peaks`: the device peaks (the defaults unless given).
     With `modules`, only those library modules are defined (see `library.modules_read_by`).
     `marts` ({view: files}, see `derived.current_marts`): views answered from their marts. The
-    caller has checked the warehouse (see `api.Warehouse`). With `in_memory`, the tables' rows
-    are copied into DuckDB's memory instead: for a connection that asks many questions of
-    little data (a refresh after a small ingest), where reading the files again for each
-    question costs more than the questions."""
+    caller has checked the warehouse (see `api.Warehouse`). The tables named in `copied` are
+    copied into DuckDB's memory instead of read from their files by each question that reads
+    them: for a connection that asks many questions of little data (a refresh after an
+    ingest), where reading the files again for each question costs more than the questions."""
     root = catalog.root
     paths = snapshot.paths(root, runs, tables)
     if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):
@@ -52,7 +52,8 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
         files = paths.get(table.name, [])
         connection.execute(f"SET VARIABLE {files_variable(table)} = ?", [files])
         try:
-            connection.execute(table_view_sql(table, bool(files), copy=in_memory))
+            connection.execute(table_view_sql(table, bool(files),
+                                              copy=table.name in copied))
         except duckdb.IOException:  # binding opens the files: say which one is gone
             missing = missing_file_error(root, table.name, files)
             if missing is None:

@@ -28,6 +28,7 @@ writes one file.
 """
 
 import collections
+import concurrent.futures
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -123,8 +124,10 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     dropped, when gone)."""
     newest, events = _runs_held(catalog, snapshot)
     fingerprint = _fingerprint(rules)
-    plans = {name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint)
-             for name in MARTS}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
+        plans = dict(zip(MARTS, pool.map(
+            lambda name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint),
+            MARTS)))
     for plan in plans.values():
         plan.recompute |= set(recompute) & set(newest)
         plan.drop |= set(recompute) - set(newest)

@@ -52,9 +52,10 @@ TARGET_BYTES = 8 << 20  # a file this large is no longer merged with new rows
 MAX_SMALL_FILES = 8  # small files a mart keeps before a refresh merges them
 # What a refresh copies into memory, once, rather than have each mart's view read the files:
 # the per-trace summaries the marts read, always (0.40 -> 0.33 s for the views of the 254 MB
-# trace, the copy 0.035 s); the event tables too for runs of at most IN_MEMORY_EVENTS events
-# in all (0.44 -> 0.22 s for an 8-rank run of 26,538 events, the copy 0.04 s; at 199,000
-# events both ways take 0.49 s, and the copy holds 30 MB more).
+# trace, the copy 0.035 s; the marts of 299 8-rank runs derived at once: 57.9 -> 21.7 s, peak
+# RSS 1,313 -> 1,186 MB); the event tables too for runs of at most IN_MEMORY_EVENTS events in
+# all (0.44 -> 0.22 s for an 8-rank run of 26,538 events, the copy 0.04 s; at 199,000 events
+# both ways take 0.49 s and the copy holds 30 MB more; for the 299 runs 23.4 s, 2,954 MB).
 SUMMARIES = ("traces", "gpu_time", "gpu_intervals", "kernel_names")
 IN_MEMORY_EVENTS = 100_000
 RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z

@@ -4,6 +4,7 @@ tracewh.duckdb, read as BI tools and other engines read them."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -164,6 +165,18 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     assert sorted(f.runs for f in after) == [("a", "a"), ("b", "b")]
     assert not {f.path for f in after} & {f.path for f in files if f.runs == ("b", "b")}
     assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+
+
+def test_a_mart_made_again_alone_leaves_the_others_rows_single(tracewh, two_runs):
+    """One mart removed from outside is derived again for every run, while the others
+    compute the new run only: those take the new run's rows alone, not every run's again."""
+    shutil.rmtree(mart_path(two_runs, "overlap"))
+    tracewh("ingest", DLRM[6], "--run", "c", "--phase", "train")
+    for name in MARTS:
+        view = view_frame(two_runs, name)
+        assert sorted(set(view["run"])) == ["a", "b", "c"], name
+        assert sorted_frame(mart_frame(two_runs, name).select(view.columns)).equals(
+            sorted_frame(view)), name
 
 
 @pytest.mark.parametrize("small_files", [2, 3])

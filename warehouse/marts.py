@@ -144,7 +144,10 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
         for name, plan in plans.items():
             if not plan.needed:
                 continue
-            _commit(mart_path(catalog.root, name), plan, _rows(connection, name),
+            rows = _rows(connection, name)  # of every mart's recomputed runs: its own kept
+            rows = rows.filter(pc.is_in(rows["run"], value_set=pa.array(sorted(plan.recompute),
+                                                                        pa.string())))
+            _commit(mart_path(catalog.root, name), plan, rows,
                     {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
             committed += 1
     return MartsRefresh(sorted(runs), committed)

@@ -187,7 +187,6 @@ def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, 
     """Each refresh writes one file, merging the small ones when there would be more than
     MAX_SMALL_FILES; a run replaced or deleted is taken out of the file that holds it with
     others. The marts equal their views at every step."""
-
     monkeypatch.setattr(marts, "MAX_SMALL_FILES", small_files)
     counts = []
     for number, trace in enumerate(DLRM[:6]):
@@ -212,7 +211,6 @@ def test_a_new_run_sorting_inside_a_file_s_bounds_leaves_it_alone(tracewh, wareh
                                                                  monkeypatch):
     """Run b sorts between a and c, which share a file: that file does not hold b, and is
     not rewritten for it."""
-
     monkeypatch.setattr(marts, "MAX_SMALL_FILES", 1)  # every refresh merges the small files
     for run in ("a", "c"):
         tracewh("ingest", DLRM[0], "--run", run, "--phase", "train")

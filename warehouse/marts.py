@@ -146,7 +146,8 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
         for name, rows in _compute(catalog, snapshot, rules, batch, events, needed).items():
             computed[name].append(rows)
     for name, plan in needed.items():
-        rows = pa.concat_tables(computed[name])  # of every mart's recomputed runs: its own kept
+        # the rows of the runs any mart recomputes: this mart keeps those of its own
+        rows = pa.concat_tables(computed[name])
         rows = rows.filter(pc.is_in(rows["run"], value_set=pa.array(sorted(plan.recompute),
                                                                     pa.string())))
         _commit(mart_path(catalog.root, name), plan, rows,

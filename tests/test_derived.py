@@ -382,6 +382,23 @@ def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, mon
     assert "d" in {info.run for info in Catalog(two_runs).runs()}
 
 
+def test_ctrl_c_while_the_marts_views_are_asked_commits_no_mart(tracewh, two_runs, monkeypatch):
+    """An interrupt in one of the questions asked at once (on cursors of their own) ends the
+    command as interrupted, and no mart takes the new run."""
+    asked = marts._rows
+
+    def rows(cursor, name):
+        if name == "overlap":
+            raise KeyboardInterrupt
+        return asked(cursor, name)
+
+    monkeypatch.setattr(marts, "_rows", rows)
+    versions = {name: delta.latest_version(mart_path(two_runs, name)) for name in MARTS}
+    result = tracewh("ingest", DLRM[6], "--run", "d", "--phase", "train", expect=130)
+    assert "what was committed stays" in result.output and "Traceback" not in result.output
+    assert versions == {name: delta.latest_version(mart_path(two_runs, name)) for name in MARTS}
+
+
 def test_a_killed_refresh_is_caught_up_by_the_next_command(tracewh, two_runs):
     """Ingest killed after its commits, before the marts: `refresh` derives the missing run."""
     _ingest_killed_before_its_refresh(two_runs, DLRM[5], "late")

@@ -64,6 +64,18 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     return connection
 
 
+def cursor(connection):
+    """A connection to the same in-memory database, with `connection`'s variables (the
+    tables' file lists its views read), for asking questions on another thread: DuckDB plans
+    a query on one thread, so two questions at once use both cores. Database-wide settings
+    (`confine`'s) hold for it as they do for `connection`."""
+    other = connection.cursor()
+    for (name,) in connection.execute("SELECT name FROM duckdb_variables()").fetchall():
+        value = connection.execute("SELECT getvariable(?)", [name]).fetchone()[0]
+        other.execute(f"SET VARIABLE {name} = ?", [value])
+    return other
+
+
 def confine(connection, root):
     """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
     external access off, it opens no file but under the warehouse's table directories (the

@@ -343,13 +343,13 @@ def bench_refresh(small, large):
             ingest_paths(catalog, files, options)
             ingested = time.perf_counter() - started
             derived = refresh_derived(catalog)
-            rounds.append((ingested, derived.marts_seconds, derived.file_seconds))
-        ingest_s = min(r[0] for r in rounds)
-        marts_s, file_s = min(r[1] for r in rounds), min(r[2] for r in rounds)
-        print(f"{label:<11} ingest {ingest_s:5.2f} s | marts {marts_s:5.2f} s "
-              f"({marts_s / ingest_s:4.0%}) | {FILE_NAME} {file_s:5.2f} s "
-              f"({file_s / ingest_s:4.0%}) | together {(marts_s + file_s) / ingest_s:4.0%} "
-              "of the ingest (goal < 10%)")
+            refreshed = time.perf_counter() - started - ingested
+            rounds.append((ingested, refreshed, derived.marts_seconds, derived.file_seconds))
+        ingest_s, refresh_s, marts_s, file_s = (min(r[i] for r in rounds) for i in range(4))
+        # tracewh.duckdb is written beside the marts: the refresh takes less than both
+        print(f"{label:<11} ingest {ingest_s:5.2f} s | marts {marts_s:5.2f} s, {FILE_NAME} "
+              f"{file_s:5.2f} s beside them | the refresh {refresh_s:5.2f} s: "
+              f"{refresh_s / ingest_s:4.0%} of the ingest (goal < 10%)")
         held = [len(delta.live_files(mart_path(warehouse, name),
                                      delta.latest_version(mart_path(warehouse, name))))
                 for name in MARTS]

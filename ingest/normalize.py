@@ -11,16 +11,15 @@ new Kineto category only needs a line here. An X event of a category nobody know
 of a phase not listed, lands in `other_events`, counted as a warning.
 """
 
-import array
 import gc
 import hashlib
-import itertools
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Annotated
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import Raw
@@ -319,14 +318,15 @@ def _raw_text(raws):
     if raws.count(None) == len(raws):
         return pa.nulls(len(raws), pa.string())
     if None in raws:
-        lengths = [0 if r is None else len(r) for r in raws]
+        lengths = (0 if r is None else len(r) for r in raws)
         data = b"".join(r for r in raws if r is not None)
     else:
-        lengths = list(map(len, raws))
+        lengths = map(len, raws)
         data = b"".join(raws)
     if len(data) > _MAX_STRING_BYTES:  # string offsets are 32-bit; a chunk is ~16 MB
         raise pa.ArrowInvalid("more than 2 GiB of text in one chunk")
-    offsets = array.array("i", itertools.accumulate(lengths, initial=0))
+    offsets = np.zeros(len(raws) + 1, np.int32)  # numpy: 2.5x faster than accumulate
+    np.cumsum(np.fromiter(lengths, np.int32, len(raws)), out=offsets[1:])
     validity = None
     if None in raws:
         validity = pa.array([r is not None for r in raws], pa.bool_()).buffers()[1]
@@ -380,26 +380,23 @@ def _extra(group, warnings):
                     pa.string())
 
 
-# The usual shape of an event's fields: converting the events' tuples of them to this struct
-# builds the columns of the whole chunk in one pass in C++. A time with a fraction or beyond
-# 64 bits, or a value of another type, makes it fail, and each table's columns are then built
-# one by one, exactly (_values_by_column).
-_USUAL_SHAPE = pa.struct([("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()),
-                          ("ts", pa.int64()), ("dur", pa.int64())])
-
-
 def _usual_columns(events):
-    """{ph, cat, name, ts_ns, dur_ns} of the whole chunk as Arrow arrays, or None when an
-    event does not have the usual shape."""
+    """{ph, cat, name, ts_ns, dur_ns} of the whole chunk as Arrow arrays, each converted in
+    one pass in C++ (a column at a time: a struct of the five, from the events' tuples, took
+    1.5x as long), or None when an event does not have the usual shape: a time with a fraction
+    or beyond 64 bits, whose columns are then built table by table, exactly
+    (_values_by_column)."""
     if not events or not isinstance(events[0], IntegerTimeEvent):
         return None  # times with fractions, which Arrow would truncate: the exact path
     try:
-        ph, cat, name, ts, dur = pa.array([(e.ph, e.cat, e.name, e.ts, e.dur) for e in events],
-                                          _USUAL_SHAPE).flatten()
-        return {"ph": ph, "cat": cat, "name": name, "ts_ns": pc.multiply_checked(ts, 1000),
-                "dur_ns": pc.multiply_checked(dur, 1000)}
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        ts = pc.multiply_checked(pa.array([e.ts for e in events], pa.int64()), 1000)
+        dur = pc.multiply_checked(pa.array([e.dur for e in events], pa.int64()), 1000)
+    except (pa.ArrowInvalid, OverflowError):
         return None
+    return {"ph": pa.array([e.ph for e in events], pa.string()),
+            "cat": pa.array([e.cat for e in events], pa.string()),
+            "name": pa.array([e.name for e in events], pa.string()),
+            "ts_ns": ts, "dur_ns": dur}
 
 
 def _args_text(group):
@@ -494,12 +491,13 @@ _ARROW_TYPES = {Int64: pa.int64(), Int32: pa.int32(), float: pa.float64()}
 
 
 def _arg_arrays(args, fields):
-    """{field: Arrow array} of some scalar fields of decoded args structs, converted in one
-    pass; `external_id` is the new or the old spelling of the key, whichever is there."""
+    """{field: Arrow array} of some scalar fields of decoded args structs, each converted in
+    one pass (a column at a time: a struct of them, from tuples, took 1.1-1.75x as long);
+    `external_id` is the new or the old spelling of the key, whichever is there."""
     hints = type(args[0]).__annotations__  # each field is `T | None`: its Arrow type is T's
-    struct = pa.struct([(name, _ARROW_TYPES[hints[name].__args__[0]]) for name in fields])
-    arrays = dict(zip(fields, pa.array(list(map(operator.attrgetter(*fields), args)),
-                                       struct).flatten()))
+    arrays = {name: pa.array(list(map(operator.attrgetter(name), args)),
+                             _ARROW_TYPES[hints[name].__args__[0]])
+              for name in fields}
     if "external_id" in arrays:
         arrays["external_id"] = pc.coalesce(arrays["external_id"],
                                             arrays.pop("external_id_old"))

@@ -1,6 +1,7 @@
 """What the warehouse derives after every commit: the marts (Delta tables of seven views) and
 tracewh.duckdb, read as BI tools and other engines read them."""
 
+import collections
 import json
 import os
 import re
@@ -13,6 +14,8 @@ import duckdb
 import polars as pl
 import pytest
 import sqlalchemy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracewh import connection, delta, marts
 from tracewh.catalog import Catalog
@@ -182,18 +185,23 @@ def test_a_mart_made_again_alone_leaves_the_others_rows_single(tracewh, two_runs
             sorted_frame(view)), name
 
 
-@pytest.mark.parametrize("small_files", [2, 3])
-def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, small_files):
-    """Each refresh writes one file, merging the small ones when there would be more than
-    MAX_SMALL_FILES; a run replaced or deleted is taken out of the file that holds it with
-    others. The marts equal their views at every step."""
+@pytest.mark.parametrize("small_files, counts, largest_rows", [(2, [1, 1, 2, 1, 2, 2], 4),
+                                                               (3, [1, 2, 1, 2, 3, 2], 3)])
+def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, small_files,
+                                               counts, largest_rows):
+    """Each refresh writes one file, merging the small ones of its tier when they would be
+    MAX_SMALL_FILES (overlap: a row per run here, so with 2 the files count in binary); a
+    larger file is left alone by merges of smaller ones; a run replaced or deleted is taken
+    out of the file that holds it with others. The marts equal their views at every step."""
     monkeypatch.setattr(marts, "MAX_SMALL_FILES", small_files)
-    counts = []
+    seen = []
     for number, trace in enumerate(DLRM[:6]):
         tracewh("ingest", trace, "--run", f"r{number}", "--phase", "train")
-        counts.append(len(_mart_files(warehouse, "overlap")))
-    assert max(counts) == small_files and counts[:small_files] == list(range(1, small_files + 1))
-    assert counts[small_files] == 1  # all merged, with the new run's rows
+        seen.append(_mart_files(warehouse, "overlap"))
+    assert [len(files) for files in seen] == counts
+    largest = max(seen[3], key=lambda f: f.rows)
+    assert largest.rows == largest_rows  # r0-r3 merged (with 3: r0-r2)
+    assert largest in seen[5]  # not rewritten since
     files = _mart_files(warehouse, "kernel_stats")
     assert sum(f.rows for f in files) == view_frame(warehouse, "kernel_stats").height
     shared = next(f for f in files if f.runs[0] != f.runs[1])  # a file of several runs
@@ -211,7 +219,7 @@ def test_a_new_run_sorting_inside_a_file_s_bounds_leaves_it_alone(tracewh, wareh
                                                                  monkeypatch):
     """Run b sorts between a and c, which share a file: that file does not hold b, and is
     not rewritten for it."""
-    monkeypatch.setattr(marts, "MAX_SMALL_FILES", 1)  # every refresh merges the small files
+    monkeypatch.setattr(marts, "MAX_SMALL_FILES", 2)  # a new run's file merges with one
     for run in ("a", "c"):
         tracewh("ingest", DLRM[0], "--run", run, "--phase", "train")
     (shared,) = _mart_files(warehouse, "overlap")
@@ -222,6 +230,29 @@ def test_a_new_run_sorting_inside_a_file_s_bounds_leaves_it_alone(tracewh, wareh
     assert sorted((f.path == shared.path, f.runs) for f in after) == [
         (False, ("b", "b")), (True, ("a", "c"))]
     assert sorted(mart_frame(warehouse, "overlap")["run"]) == ["a", "b", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_files=st.integers(2, 9),
+       new_rows=st.lists(st.integers(1, 500), min_size=50, max_size=300))
+def test_merging_by_tiers_bounds_the_files_and_the_rows_rewritten(small_files, new_rows):
+    """Refreshes that each write a file of some rows: no tier ever holds MAX_SMALL_FILES
+    files, so the count is logarithmic in the rows; and a row is rewritten only to climb a
+    tier, so no more often than the tiers below the whole mart's."""
+    files, rewritten = [], 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(marts, "MAX_SMALL_FILES", small_files)
+        for number, rows in enumerate(new_rows):
+            merging = marts.files_to_merge(files, rows)
+            rewritten += sum(f.rows for f in merging)
+            files = [f for f in files if f not in merging] + [delta.DataFile(
+                str(number), None, None, None, rows + sum(f.rows for f in merging), 0)]
+            per_tier = collections.Counter(marts.tier(f.rows) for f in files)
+            assert max(per_tier.values()) < small_files, per_tier
+        total = sum(new_rows)
+        assert sum(f.rows for f in files) == total
+        assert rewritten <= total * marts.tier(total)
+        assert len(files) <= (small_files - 1) * (marts.tier(total) + 1)
 
 
 def test_editing_the_rules_and_refreshing_rebuilds_the_marts(tracewh, two_runs):

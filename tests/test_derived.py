@@ -39,10 +39,11 @@ def two_runs(tracewh, warehouse):
 
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
-    """Both ways a refresh reads the runs it derives: from a copy of their rows in memory
-    (small runs, as these) and from their files but the summaries' (large ones, here a
-    connection a run, as for runs beyond RUNS_AT_ONCE), beside the views' query, which reads
-    the files."""
+    """Every way a refresh reads the runs it derives: from a copy of their rows in memory
+    (small runs, as these), from their files but the summaries' (large ones, here a
+    connection a run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for
+    both runs on one connection (a bulk derive, the views asked one by one), beside the
+    views' query, which reads the files."""
     catalog, copies = Catalog(two_runs), []
 
     def connect_spy(*args, copied, **options):
@@ -50,7 +51,7 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
         return connection.connect(*args, copied=copied, **options)
 
     monkeypatch.setattr(marts, "connect", connect_spy)
-    for in_memory_events, runs_at_once in ((100_000, 64), (0, 1)):
+    for in_memory_events, runs_at_once in ((100_000, 64), (0, 1), (0, 64)):
         monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
         monkeypatch.setattr(marts, "RUNS_AT_ONCE", runs_at_once)
         for run in ("a", "b"):
@@ -62,7 +63,7 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
             assert len(view) > 0, name
             assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
     assert copies == [{*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"},
-                      set(marts.SUMMARIES), set(marts.SUMMARIES)]
+                      set(marts.SUMMARIES), set(marts.SUMMARIES), set(marts.SUMMARIES)]
     overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)

@@ -68,11 +68,13 @@ IN_MEMORY_EVENTS = 100_000
 # Runs derived on one connection: more at once hold more in memory and save nothing (the 299
 # runs above: 23.0 s and 653 MB by 64, 23.0 s and 1,267 MB all at once; 29.9 s by 16).
 RUNS_AT_ONCE = 64
-# The marts' views asked at once over runs copied whole, each on a cursor of its own: DuckDB
-# plans a query on one thread, and planning is most of what the views of a small run cost
-# (0.397 -> 0.335 s with the connection, the demo's 8 ranks). Over runs read from their files
-# they are asked one by one: DuckDB's threads share each question already, and two at once
-# held ~20 MB more at the peak of the 254 MB trace's ingest, whose bar is 1.5x the file.
+# The marts' views asked at once, each on a cursor of its own: DuckDB plans a query on one
+# thread, and planning is most of what the views of a small run cost (0.397 -> 0.335 s with
+# the connection, the demo's 8 ranks); the 254 MB trace's refresh in its ingest 0.563 ->
+# 0.516 s (medians of 4 alternating ingests), its peak unchanged (the ingest's own: 337 against
+# 341 MB). A bulk derive, several runs read from their files on one connection, asks them one
+# by one: two at once hold two questions' data of up to RUNS_AT_ONCE runs (the marts of 200
+# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB).
 QUESTIONS_AT_ONCE = 2
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
@@ -182,9 +184,10 @@ def _compute(catalog, snapshot, rules, runs, events, marts):
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
                  copied=tables if small else SUMMARIES) as connection:
-        if not small:
+        if small:
+            _compute_once(connection, SHARED)
+        elif len(runs) > 1:
             return {name: _rows(connection, name) for name in marts}
-        _compute_once(connection, SHARED)
         return _rows_at_once(connection, list(marts))
 
 

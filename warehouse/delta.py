@@ -289,7 +289,7 @@ def load(path, version):
 
 def _kept(path, version):
     """_LOADED's entry of the table at `version`, loaded if it is not the one kept."""
-    key = (version, _creation_mark(path))
+    key = (version, creation_mark(path))
     kept = _LOADED.get(str(path))
     if kept is None or kept[0] != key:
         kept = _LOADED[str(path)] = [key, open_table(path, version), None]
@@ -301,7 +301,7 @@ def _kept(path, version):
 _LOADED = {}
 
 
-def _creation_mark(path):
+def creation_mark(path):
     """What tells a table from another created later at the same path: its first commit's
     modification time."""
     return (Path(path) / LOG_DIR / f"{0:020d}.json").stat().st_mtime_ns

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sqlalchemy
 from hypothesis import given, settings
@@ -219,6 +221,9 @@ def test_the_marts_files_do_not_grow_with_runs(tracewh, warehouse, monkeypatch, 
     for name in MARTS:
         mart, view = mart_frame(warehouse, name), view_frame(warehouse, name)
         assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
+        for data_file in _mart_files(warehouse, name):  # rewritten through dictionaries
+            stored = pq.read_schema(mart_path(warehouse, name) / data_file.path)
+            assert not any(pa.types.is_dictionary(field.type) for field in stored), name
     overlap = mart_frame(warehouse, "overlap")
     assert shared.runs[1] not in set(overlap["run"])
     assert overlap.filter(pl.col("run") == shared.runs[0]).height == 2  # its two ranks

@@ -453,6 +453,10 @@ class Catalog:
                 os.replace(staging / layout.staged_name(table, part),
                            targets[table] / layout.part_file(staged.trace_id, part))
         versions = dict(snapshot.versions)
+        if replaced_ids:  # every table's at once: delta-rs releases the GIL
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                list(pool.map(lambda table: self.run_files(table, versions[table], staged.run),
+                              TABLES))
         for table in [name for name in TABLES if name != TRACES] + [TRACES]:
             adds = [staged.data_file(table, part, self.root,
                                      row_stats if table == TRACES else None)

@@ -372,7 +372,11 @@ def bench_fleet(small, large):
             for name, args in FLEET_COMMANDS]
     ingest = [("--warehouse", str(w), "ingest", str(ROOT / "examples" / "dlrm-8rank"),
                "--phase", "train", "--run") for w in (small, large)]
-    for name, (at_small, at_large) in rows + [("ingest one more run", ingest)]:
+    # a run's traces replaced: every rank's commit removes its old files, and each mart's
+    # file holding the run is rewritten without it
+    replace = [(*args, "r0005", "--replace") for args in ingest]
+    for name, (at_small, at_large) in rows + [("ingest one more run", ingest),
+                                              ("replace one run", replace)]:
         times = {0: [], 1: []}
         for round_ in range(ROUNDS):
             for side, args in enumerate((at_small, at_large)):

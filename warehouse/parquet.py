@@ -12,12 +12,17 @@ PLAIN_TEXT_COLUMNS = JSON_TEXT_COLUMNS | {"id"}
 
 def dictionary_columns(schema):
     """The columns worth dictionary encoding: text with few distinct values (names, categories,
-    pids). Timestamps, indexes, flow ids and args text are nearly all distinct; a dictionary of
-    them overflows and falls back to plain anyway, after costing time and a wasted page:
-    encoding them plain halved a chunk's Parquet size (0.71 -> 0.41 MB) and cut its write
-    time."""
+    pids), held plain or as Arrow dictionaries. Timestamps, indexes, flow ids and args text are
+    nearly all distinct; a dictionary of them overflows and falls back to plain anyway, after
+    costing time and a wasted page: encoding them plain halved a chunk's Parquet size (0.71 ->
+    0.41 MB) and cut its write time."""
     return [field.name for field in schema
-            if pa.types.is_string(field.type) and field.name not in PLAIN_TEXT_COLUMNS]
+            if _is_text(field.type) and field.name not in PLAIN_TEXT_COLUMNS]
+
+
+def _is_text(type_):
+    return pa.types.is_string(type_) or (pa.types.is_dictionary(type_)
+                                         and pa.types.is_string(type_.value_type))
 
 
 def statistics_columns(schema):
@@ -37,7 +42,8 @@ def write_table(table, path):
     pq.write_table(table, path, **write_options(table.schema))
 
 
-def parquet_writer(path, schema):
+def parquet_writer(path, schema, store_schema=True):
     """A writer of a file of `schema` at `path` with tracewh's options, a row group for each
-    table it is given."""
-    return pq.ParquetWriter(path, schema, **write_options(schema))
+    table it is given. Without `store_schema` the file does not carry the Arrow schema: text
+    written from Arrow dictionaries is then read back as the plain text it is in Parquet."""
+    return pq.ParquetWriter(path, schema, store_schema=store_schema, **write_options(schema))

@@ -22,7 +22,7 @@ import msgspec
 import pyarrow as pa
 
 from tracewh.catalog import StagedTrace
-from tracewh.errors import TraceError, printable
+from tracewh.errors import TraceError, path_text, printable
 from tracewh.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
@@ -422,7 +422,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
     sha256, size = _digest(digest, path)
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
-                    source_path=printable(os.path.abspath(path)), size=size, events=events,
+                    source_path=path_text(os.path.abspath(path)), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
                     warnings=notes, secrets_redacted=secrets)
     devices = device_rows(metadata, trace_id)

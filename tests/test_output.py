@@ -4,6 +4,9 @@ prints them, trace text that cannot drive the terminal."""
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +14,11 @@ from click.testing import CliRunner
 from tracewh.cli import cli
 from tracewh.output import render
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, ROOT
+from .test_cli import on_terminal
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+TRACEWH = [sys.executable, "-m", "tracewh"]
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
@@ -28,6 +35,7 @@ def run_query(tmp_path_factory):
         assert result.exit_code == 0, result.output
         return result.stdout
 
+    query.root = root
     return query
 
 
@@ -68,3 +76,17 @@ def test_control_characters_of_trace_text_do_not_reach_the_terminal(run_query):
     assert "\x1b" not in text and "\r" not in text and "a\\x1b[2Jb c d" in text
     raw = run_query("SELECT 'a' || chr(27) || 'b' AS s", "csv")
     assert raw == "s\na\x1bb\n"  # csv and json keep every character
+
+
+def test_csv_on_a_terminal_escapes_control_characters(run_query):
+    """csv printed trace text raw to a terminal: `\\x1b]0;...\\x07` retitled it, `\\x1b[2J`
+    cleared it. On a terminal its cells are escaped as the table's are; a pipe keeps every
+    byte."""
+    sql = ("SELECT 'a' || chr(27) || ']0;x' || chr(7) || 'b' AS s, 'c' || chr(10) || "
+           "chr(27) || '[2Jd' AS t")
+    command = [*TRACEWH, "--warehouse", str(run_query.root), "query", "--format", "csv", sql]
+    screen, status = on_terminal(command, "stdout", env=ENV)
+    assert status == 0
+    assert screen.splitlines() == ["s,t", "a\\x1b]0;x\\x07b,c\\x0a\\x1b[2Jd"]
+    piped = subprocess.run(command, capture_output=True, env=ENV, check=True).stdout
+    assert piped == b's,t\na\x1b]0;x\x07b,"c\n\x1b[2Jd"\n'

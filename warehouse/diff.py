@@ -181,11 +181,11 @@ def _csv_rows(report):
     return kernels + metrics
 
 
-def render_diff(report, fmt):
+def render_diff(report, fmt, terminal=False):
     if fmt == "json":
         return json.dumps(report, indent=2, default=output.json_default) + "\n"
     if fmt == "csv":
-        return output.render(_CSV_COLUMNS, _csv_rows(report), "csv")
+        return output.render(_CSV_COLUMNS, _csv_rows(report), "csv", terminal=terminal)
     changed = [k for k in report["kernels"] if k["status"] != "unchanged"]
     moved = [m for m in report["metrics"] if m["status"] != "unchanged"]
     if fmt == "markdown":

@@ -1,5 +1,11 @@
 """Error types. Every failure a user can cause is one of these: the CLI prints the message on
-one line and exits with `exit_code`, without a traceback."""
+one line and exits with `exit_code`, without a traceback.
+
+Messages name files, runs and kernels, whose text is hostile: `escaped` (also what the terminal
+table shows trace text by) keeps a name's control characters from reaching a terminal or a log
+(an ESC sequence retitling the terminal, a newline forging a line of its own)."""
+
+import re
 
 INTERRUPTED = 128 + 2  # the shell's status for a command ended by SIGINT (Ctrl-C)
 HINT = "\0"  # where in a message the CLI's hint goes (no path or name holds a NUL)
@@ -14,6 +20,7 @@ class TracewhError(Exception):
     exit_code = 2
 
     def __init__(self, message, cli_hint="", library_hint=""):
+        message = HINT.join(map(escaped, message.split(HINT)))  # one line, whatever it names
         self._template = message if HINT in message else message + HINT
         super().__init__(self._template.replace(HINT, library_hint))
         self.cli_hint = cli_hint
@@ -28,10 +35,26 @@ class UsageError(TracewhError):
     """A bad option value: an unsafe name, an unknown run, a malformed tag."""
 
 
-def printable(path):
-    """A path as text that can always be printed and stored: bytes of a file name that are not
-    UTF-8 (held by Python as surrogates) are shown as \\x escapes."""
+# C0 (newline and tab included), DEL and C1: an ESC (or C1's CSI) starts a terminal's escape
+# sequence (colours, moving the cursor, rewriting the title), a newline starts a line
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def escaped(text):
+    """`text` with its control characters shown as \\xNN: one line, inert on a terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def path_text(path):
+    """A path as text that can always be stored: bytes of a file name that are not UTF-8
+    (held by Python as surrogates) are shown as \\x escapes, the rest kept exactly."""
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def printable(path):
+    """A path or name as text that can always be printed on one line: `path_text`, its
+    control characters `escaped`."""
+    return escaped(path_text(path))
 
 
 class TraceError(TracewhError):

@@ -12,7 +12,8 @@ that do not fit the terminal's width, saying what it left out.
 Markdown is pasted into pull-request and CI comments, where trace content (kernel names, any
 string a query returns) must stay text: every cell goes through `markdown_cell`, which escapes
 it and caps it at MARKDOWN_CELL characters. The terminal table caps a cell at MAX_CELL
-characters; csv and json keep every character.
+characters; csv and json keep every character (csv printed to a terminal shows control
+characters as \\xNN, as the table does: an ESC in a kernel name would drive the terminal).
 
 Every file a command writes (--out, an export, a report) is written by `write_atomically`.
 """
@@ -28,7 +29,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .errors import UsageError, printable
+from .errors import UsageError, escaped, printable
 
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48  # characters of a terminal table's cell
@@ -89,17 +90,19 @@ def _numeric(value):
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def render(columns, rows, fmt="table", width=None, max_rows=0):
+def render(columns, rows, fmt="table", width=None, max_rows=0, terminal=False):
     """The rows as text in `fmt`. A table shows at most `max_rows` rows (0: all) and says how
-    many it left out; the other formats always hold every row."""
+    many it left out; the other formats always hold every row. csv keeps every character, but
+    for a `terminal`, where it shows its cells' control characters as \\xNN (as the table)."""
     if fmt == "json":
         return json.dumps([dict(zip(columns, row)) for row in rows], indent=2,
                           default=json_default) + "\n"
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([[_cell(v, exact=True) for v in row] for row in rows])
+        shown = escaped if terminal else str
+        writer.writerow(map(shown, columns))
+        writer.writerows([[shown(_cell(v, exact=True)) for v in row] for row in rows])
         return buffer.getvalue()
     if fmt == "markdown":
         return _markdown(columns, rows)
@@ -138,16 +141,13 @@ def markdown_cell(text):
 
 
 _LINE_BREAKS = re.compile(r"\r\n?|\n|\t")
-# Other control characters: an ESC starts a terminal's escape sequence (colours, moving the
-# cursor, rewriting the title), so trace text shows them as \xNN.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _shorten(text, limit=MAX_CELL):
     """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), its
     control characters visible as escapes, at most `limit` characters, the last an ellipsis
     when cut."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _LINE_BREAKS.sub(" ", text))
+    text = escaped(_LINE_BREAKS.sub(" ", text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

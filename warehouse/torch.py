@@ -37,7 +37,7 @@ from tracewh.ingest.pipeline import ingest_options, ingest_paths
 
 from .catalog import Catalog
 from .derived import refresh_derived
-from .errors import RefreshInterrupted, printable
+from .errors import RefreshInterrupted, escaped, printable
 from .names import check_name
 
 LOG = logging.getLogger(__name__)
@@ -170,4 +170,4 @@ def _reason(error):
 
 
 def _warn(message):
-    LOG.warning("tracewh: %s", message.replace("\n", " "))
+    LOG.warning("tracewh: %s", escaped(message))  # one line of the job's log

@@ -5,7 +5,7 @@ import sys
 import click
 
 from ..diff import KEYS, DiffOptions, render_diff
-from .options import RULES_OPTION, echo, pass_warehouse, phase_option
+from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_terminal
 
 
 @click.command()
@@ -58,6 +58,6 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     """
     options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
     report = warehouse.with_rules(rules).diff_report(base, new, options)
-    echo(render_diff(report, fmt))
+    echo(render_diff(report, fmt, terminal=to_terminal()))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

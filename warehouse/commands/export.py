@@ -2,7 +2,7 @@
 
 import click
 
-from ..errors import UsageError
+from ..errors import UsageError, escaped, printable
 from ..export import WindowChoice, export_window, resolve_window
 from ..scope import choose_phase
 from .options import pass_warehouse, phase_option
@@ -57,4 +57,4 @@ def export(warehouse, run, rank, phase, step, annotation, occurrence, from_ns, t
             step, annotation, occurrence, from_ns, to_ns, trace_id))
         events = export_window(connection, window, out_path)
     click.echo(f"wrote {events:,} events of run {run}, phase {phase}, rank {rank} "
-               f"({window.label}, capture {window.trace_id}) to {out_path}")
+               f"({escaped(window.label)}, capture {window.trace_id}) to {printable(out_path)}")

@@ -15,6 +15,7 @@ from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
 from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
 
 from ..cli import STARTED
+from ..errors import escaped, printable
 from ..names import RANK_MAX, parse_tag
 from .options import (ByteSize, exit_after_follow_up, pass_warehouse, phase_option,
                       work_then_follow_up)
@@ -79,7 +80,7 @@ def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep
     failed = _report_ingest(outcomes, options.tags,
                             None if started is None else time.monotonic() - started)
     for line in mixed_job_warnings(outcomes, run_given=run is not None, run_option="--run"):
-        click.echo(f"warning: {line}", err=True)
+        click.echo(f"warning: {escaped(line)}", err=True)
     exit_after_follow_up(follow_up, failed)
 
 
@@ -94,8 +95,9 @@ def _progress(files):
     terminal = sys.stderr.isatty()
     size = os.path.getsize(files[0]) if len(files) == 1 else 0
     if size >= BYTE_BAR_MIN:
+        label = f"ingesting {printable(files[0].name)} ({size / 1e6:,.0f} MB)"
         with click.progressbar(length=size, file=sys.stderr, hidden=not terminal,
-                               label=f"ingesting {files[0].name} ({size / 1e6:,.0f} MB)") as bar:
+                               label=label) as bar:
             yield {"on_bytes": lambda _path, done: bar.update(done - bar.pos)}
         return
     with click.progressbar(length=len(files), label="ingesting", file=sys.stderr,
@@ -135,7 +137,7 @@ def _report_ingest(outcomes, tags, seconds):
         summary["events"] += outcome.events
         summary["bytes"] += outcome.bytes
         for warning in outcome.warnings:
-            click.echo(f"warning: {outcome.path}: {warning}", err=True)
+            click.echo(f"warning: {outcome.path}: {escaped(warning)}", err=True)
     for index, (run, s) in enumerate(by_run.items()):
         line = (f"run {run}: {s['files']} file{'s' if s['files'] != 1 else ''} ingested, "
                 f"{s['events']:,} events, {s['bytes'] / 1e6:.1f} MB")

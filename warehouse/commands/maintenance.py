@@ -10,6 +10,7 @@ from .. import maintenance
 from ..catalog import STATE_DIR
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
+from ..errors import printable
 from ..integrity import check_counts
 from ..names import check_name
 from .options import exit_after_follow_up, pass_warehouse, phase_option, work_then_follow_up
@@ -100,7 +101,7 @@ def delete(warehouse, run, phase, yes):
     run = check_name("run", run)
     what = f"run {run}" + (f", phase {phase}" if phase else "")
     if not yes and on_terminal():
-        click.confirm(f"delete {what} from {catalog.root}?", abort=True, err=True)
+        click.confirm(f"delete {what} from {printable(catalog.root)}?", abort=True, err=True)
     result, follow_up = work_then_follow_up(lambda: maintenance.delete(catalog, run, phase))
     click.echo(f"deleted {what}: {result.traces:,} capture{'' if result.traces == 1 else 's'}, "
                f"{result.files:,} files removed from {result.tables} tables (on disk until "
@@ -129,8 +130,9 @@ def repair(warehouse):
         click.echo("nothing to repair: Delta can read every partition value")
         return
     for trace in result.traces:
-        source = f" (from {trace.source_path})" if trace.source_path else ""
-        click.echo(f"removed trace {trace.trace_id} of run {trace.run}, phase {trace.phase}, "
+        source = f" (from {printable(trace.source_path)})" if trace.source_path else ""
+        click.echo(f"removed trace {trace.trace_id} of run {printable(trace.run)}, phase "
+                   f"{printable(trace.phase)}, "
                    f"rank {trace.rank!r}{source}: {trace.files} file"
                    f"{'' if trace.files == 1 else 's'}; ingest it again with --rank")
     count = len(result.traces)

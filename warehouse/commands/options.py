@@ -65,12 +65,19 @@ class ByteSize(click.ParamType):
         return int(float(match.group(1)) * (1 << self._UNITS[match.group(2).upper()]))
 
 
+def to_terminal(out_path=None):
+    """Whether what the command prints goes to a terminal (not to --out, a file or a pipe)."""
+    return out_path is None and sys.stdout.isatty()
+
+
 def echo(text, out_path=None):
-    """Print `text` as is, or write it to `out_path` (whole or not at all)."""
+    """Print `text` as is, or write it to `out_path` (whole or not at all). As is: click
+    would strip what looks like a colour code (`\\x1b[...m`) from a pipe's text, and a pipe
+    gets the exact text; what a terminal gets is escaped by its format (see `to_terminal`)."""
     if out_path:
         output.write_atomically(out_path, lambda temporary: temporary.write_text(text))
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True)
 
 
 def work_then_follow_up(work):

@@ -5,7 +5,9 @@ import sys
 import click
 
 from .. import output
-from .options import FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, echo, pass_warehouse
+from ..errors import printable
+from .options import (FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, echo, pass_warehouse,
+                      to_terminal)
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
 TERMINAL_ROWS = 40
@@ -47,11 +49,11 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
     warehouse = warehouse.with_rules(rules).with_peaks(peaks)
     if out_path is not None and out_path.endswith(".parquet"):
         rows = warehouse.query_to_parquet(sql, out_path, allow_write=allow_write)
-        click.echo(f"wrote {rows:,} rows to {out_path}", err=True)
+        click.echo(f"wrote {rows:,} rows to {printable(out_path)}", err=True)
         return
     results = warehouse.query(sql, allow_write=allow_write)
     if max_rows is None:
-        max_rows = TERMINAL_ROWS if out_path is None and sys.stdout.isatty() else 0
+        max_rows = TERMINAL_ROWS if to_terminal(out_path) else 0
     if fmt in ("table", "markdown"):
         text = "\n".join(output.render(columns, rows, fmt, max_rows=max_rows)
                          for columns, rows in results)
@@ -59,7 +61,7 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
         if len(results) > 1:
             click.echo(f"note: {len(results)} statements returned rows; {fmt} holds one "
                        "result: the last statement's", err=True)
-        text = output.render(*results[-1], fmt)
+        text = output.render(*results[-1], fmt, terminal=to_terminal(out_path))
     echo(text, out_path)
 
 
@@ -69,4 +71,4 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
 def runs(warehouse, fmt):
     """List the runs: phases, ranks, files, events and tags."""
     columns, rows = warehouse.runs_table()
-    echo(output.render(columns, rows, fmt))
+    echo(output.render(columns, rows, fmt, terminal=to_terminal()))

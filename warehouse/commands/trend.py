@@ -4,7 +4,7 @@ import click
 
 from .. import output
 from ..names import parse_tag
-from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option
+from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option, to_terminal
 
 
 @click.command(name="trend")
@@ -34,4 +34,4 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     """
     columns, rows = warehouse.trend_rows(metric, last=last, tag=parse_tag(tag) if tag else None,
                                          order_by_tag=order_by_tag, phase=phase)
-    echo(output.render(columns, rows, fmt))
+    echo(output.render(columns, rows, fmt, terminal=to_terminal()))

@@ -2,9 +2,17 @@
 a URL is not taken for a local warehouse, and a file's name cannot forge or colour a line of
 what tracewh prints."""
 
+import gzip
+import json
+import os
 import shutil
 
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
 from tracewh import open as open_warehouse
+from tracewh.cli import cli
 
 from .conftest import EXAMPLES, error_lines
 
@@ -35,3 +43,82 @@ def test_names_cannot_forge_lines_or_drive_the_terminal(tracewh, tmp_path, wareh
     assert result.stdout.startswith("run r: 1 file ingested, ")
     (row,) = open_warehouse(warehouse).query("SELECT source_path FROM traces")[0][1]
     assert row == (str(good),)  # the stored path is the exact text
+
+
+VICTIM = "the victim's own text\n"
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory):
+    """A warehouse holding DLRM's rank 0 as run d, which the tests only read."""
+    root = tmp_path_factory.mktemp("paths") / "wh"
+    result = CliRunner().invoke(cli, ["--warehouse", str(root), "ingest", str(DLRM0), "--run",
+                                      "d", "--phase", "train"])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def _plant(out):
+    """A symbolic link where tracewh wrote its temporary file (`.<name>.<pid>.tmp`), to a
+    file of someone else's; return that file."""
+    victim = out.parent / "victim.txt"
+    victim.write_text(VICTIM)
+    (out.parent / f".{out.name}.{os.getpid()}.tmp").symlink_to(victim)
+    return victim
+
+
+def _written(victim, out):
+    assert victim.read_text() == VICTIM
+    assert out.is_file() and not out.is_symlink()
+
+
+@pytest.mark.parametrize("name", ["kernels.csv", "kernels.parquet"])
+def test_query_out_writes_no_file_through_a_planted_link(ingested, tracewh, tmp_path, name):
+    out = tmp_path / name
+    victim = _plant(out)
+    tracewh("--warehouse", ingested, "query", "--format", "csv", "--out", out,
+            "SELECT count(*) AS n FROM kernels")
+    _written(victim, out)
+    if name.endswith(".parquet"):
+        assert pq.read_table(out).to_pylist() == [{"n": 261}]
+    else:
+        assert out.read_text() == "n\n261\n"
+
+
+def test_report_out_writes_no_file_through_a_planted_link(ingested, tracewh, tmp_path):
+    out = tmp_path / "report.html"
+    victim = _plant(out)
+    tracewh("--warehouse", ingested, "report", "d", "--out", out)
+    _written(victim, out)
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_export_out_writes_no_file_through_a_planted_link(ingested, tracewh, tmp_path):
+    out = tmp_path / "rank0.json.gz"
+    victim = _plant(out)
+    tracewh("--warehouse", ingested, "export", "d", "--rank", "0", "--out", out)
+    _written(victim, out)
+    events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+    original = json.loads(gzip.decompress(DLRM0.read_bytes()))["traceEvents"]
+    assert len(events) == len(original)
+
+
+def test_query_to_parquet_writes_no_file_through_a_planted_link(ingested, tmp_path):
+    out = tmp_path / "kernels.parquet"
+    victim = _plant(out)
+    assert open_warehouse(ingested).query_to_parquet("SELECT ts_ns FROM kernels", out) == 261
+    _written(victim, out)
+    assert pq.read_table(out).num_rows == 261
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kernels.parquet.")
+                and not p.is_symlink()]  # no temporary file left behind
+
+
+def test_an_out_file_gets_the_modes_a_new_file_gets(ingested, tracewh, tmp_path):
+    """The temporary file is private while it is written; the --out file is not."""
+    out = tmp_path / "n.csv"
+    mask = os.umask(0o022)
+    try:
+        tracewh("--warehouse", ingested, "query", "--format", "csv", "--out", out, "SELECT 1")
+    finally:
+        os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o644

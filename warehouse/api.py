@@ -174,8 +174,7 @@ class Warehouse:
         appears whole or not at all."""
         with self._connect_for(sql, allow_write) as connection:
             table = last_result_table(connection, sql, allow_write=allow_write)
-        write_atomically(path, lambda temporary: pq.write_table(table, temporary,
-                                                                compression="zstd"))
+        write_atomically(path, lambda handle: pq.write_table(table, handle, compression="zstd"))
         return table.num_rows
 
     def _connect_for(self, sql, allow_write):

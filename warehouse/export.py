@@ -280,10 +280,12 @@ def _write(out_path, header, events):
     body = b",\n".join(events)
     document = (head + (b"," if len(head) > 1 else b"") + b'"traceEvents":[\n' + body
                 + b"\n]}\n")
-    opener = gzip.open if out_path.name.endswith(".gz") else open
 
-    def write(temporary):
-        with opener(temporary, "wb") as handle:
+    def write(handle):
+        if out_path.name.endswith(".gz"):
+            with gzip.GzipFile(fileobj=handle, mode="wb") as compressed:
+                compressed.write(document)
+        else:
             handle.write(document)
 
     write_atomically(out_path, write)

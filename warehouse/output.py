@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from .errors import UsageError, escaped, printable
@@ -196,14 +197,30 @@ def _table(columns, rows, width, max_rows=0):
 
 
 def write_atomically(path, write):
-    """Write a file by `write(temporary path)`, then rename it into place: a reader sees the old
-    file or the whole new one, never half. A failure is one error line (the disk is full, the
-    directory is not writable), the temporary file gone."""
+    """Write a file by `write(binary file object)`, then rename it into place: a reader sees
+    the old file or the whole new one, never half. The temporary file beside it is made by
+    mkstemp (O_CREAT|O_EXCL|O_NOFOLLOW, a random name) and written through its descriptor, so
+    no link planted at a name tracewh would use is followed. A failure is one error line (the
+    disk is full, the directory is not writable), the temporary file gone."""
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = None
     try:
-        write(temporary)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                                 dir=path.parent)
+        with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(descriptor, 0o666 & ~_umask())  # mkstemp's 0600: the modes of open()'s
+            write(handle)
         os.replace(temporary, path)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
+    except BaseException as error:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        if not isinstance(error, OSError):
+            raise
         raise UsageError(f"{printable(path)}: cannot write: {error.strerror or error}") from None
+
+
+def _umask():
+    """The process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask

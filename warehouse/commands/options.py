@@ -75,7 +75,7 @@ def echo(text, out_path=None):
     would strip what looks like a colour code (`\\x1b[...m`) from a pipe's text, and a pipe
     gets the exact text; what a terminal gets is escaped by its format (see `to_terminal`)."""
     if out_path:
-        output.write_atomically(out_path, lambda temporary: temporary.write_text(text))
+        output.write_atomically(out_path, lambda handle: handle.write(text.encode()))
     else:
         click.echo(text, nl=False, color=True)
 

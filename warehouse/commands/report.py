@@ -3,6 +3,7 @@
 import click
 
 from ..diff import DiffOptions
+from ..errors import printable
 from ..output import write_atomically
 from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse, phase_option
 
@@ -48,5 +49,6 @@ def report(warehouse, run, base, phase, threshold, min_ns, timeline_rank, timeli
         text = build_report(connection, run, phase, base,
                             DiffOptions(threshold_pct=threshold, min_ns=min_ns),
                             TimelineChoice(timeline_rank, timeline_step))
-    write_atomically(out_path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
-    click.echo(f"wrote {out_path} ({len(text.encode()) / 1e6:.1f} MB): open it in a browser")
+    write_atomically(out_path, lambda handle: handle.write(text.encode()))
+    click.echo(f"wrote {printable(out_path)} ({len(text.encode()) / 1e6:.1f} MB): open it in a "
+               "browser")

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from tracewh import open as open_warehouse
 from tracewh.cli import cli
+from tracewh.errors import UsageError
 
 from .conftest import EXAMPLES, error_lines
 
@@ -122,3 +123,31 @@ def test_an_out_file_gets_the_modes_a_new_file_gets(ingested, tracewh, tmp_path)
     finally:
         os.umask(mask)
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+URLS = ["s3://bucket/path", "gs://bucket/wh", "file:///tmp/wh", "az://container/wh"]
+
+
+@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize("command", [["ingest", str(DLRM0), "--run", "d", "--phase", "train"],
+                                     ["runs"], ["query", "SELECT 1"]], ids=lambda c: c[0])
+def test_a_url_for_a_warehouse_is_refused(tmp_path, monkeypatch, url, command):
+    """Until object storage lands, `s3://bucket/path` made a local directory `s3:`."""
+    monkeypatch.chdir(tmp_path)
+    for arguments, environment in ((["--warehouse", url], None), ([], url)):
+        if environment:
+            monkeypatch.setenv("TRACEWH_WAREHOUSE", environment)
+        result = CliRunner().invoke(cli, [*arguments, *command])
+        assert result.exit_code == 2, result.output
+        assert error_lines(result.stderr) == [
+            f"error: {url}: a URL: the warehouse is a local directory (object storage is not "
+            "supported yet)"]
+        assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_the_api_refuses_a_url(tmp_path, monkeypatch, url):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="a URL"):
+        open_warehouse(url)
+    assert list(tmp_path.iterdir()) == []

@@ -30,6 +30,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import threading
@@ -43,7 +44,7 @@ import pyarrow.parquet as pq
 
 from . import delta, layout, links
 from .delta import DataFile
-from .errors import HINT, WarehouseBusy, WarehouseError
+from .errors import HINT, UsageError, WarehouseBusy, WarehouseError, printable
 from .names import check_partition
 from .parquet import write_table
 from .rules import WAREHOUSE_RULES
@@ -152,12 +153,26 @@ EMPTY_SNAPSHOT = Snapshot({}, 0, ())
 
 
 def default_location():
-    return Path(os.environ.get("TRACEWH_WAREHOUSE") or "warehouse")
+    """$TRACEWH_WAREHOUSE as given (a Path would make `s3://b` `s3:/b`), else ./warehouse."""
+    return os.environ.get("TRACEWH_WAREHOUSE") or "warehouse"
+
+
+# scheme://...: an object store's address (s3://bucket/path), not a local directory's name
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def local_root(root):
+    """`root` as a Path, unless it is a URL: until tracewh reads object storage, one would be
+    taken for a local directory named `s3:` (made, then answered from as if empty)."""
+    if isinstance(root, str) and _URL.match(root):
+        raise UsageError(f"{printable(root)}: a URL: the warehouse is a local directory "
+                         "(object storage is not supported yet)")
+    return Path(root)
 
 
 class Catalog:
     def __init__(self, root, lock_timeout=None):
-        self.root = Path(root)
+        self.root = local_root(root)
         # Seconds a writer waits for the lock before WarehouseBusy; None waits as long as it
         # takes (the CLI). A training job's trace handler must not stall a step for long.
         self.lock_timeout = lock_timeout

@@ -35,7 +35,7 @@ import torch
 
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 
-from .catalog import Catalog
+from .catalog import Catalog, local_root
 from .derived import refresh_derived
 from .errors import RefreshInterrupted, escaped, printable
 from .names import check_name
@@ -52,7 +52,7 @@ def trace_handler(warehouse, run, phase=None, tags=None, rank=None, spool_dir=No
     phase word of the file name, else unknown) with `tags` ({key: value}). `keep_dir`: also
     keep every trace file there (for Perfetto or TensorBoard). `spool_dir`: where traces that
     could not be ingested wait [default: `<warehouse>.spool` beside it]."""
-    catalog = Catalog(Path(warehouse).absolute(), lock_timeout=lock_timeout)
+    catalog = Catalog(local_root(warehouse).absolute(), lock_timeout=lock_timeout)
     # the run is required: the ingest's default, the file's directory, would be a temporary one
     options = ingest_options(check_name("run", run), phase, rank, tags, embedded=True)
     return _TraceHandler(catalog, options, Path(spool_dir or f"{catalog.root}.spool"),

@@ -320,3 +320,16 @@ def test_forbidden_statements_in_random_unicode_write_nothing(shared_dir, forbid
     with tracewh.open(warehouse) as wh, pytest.raises(QueryError):
         wh.query(sql)
     assert tree_hashes(shared_dir) == before
+
+
+@pytest.mark.parametrize("sql", [
+    "EXPLAIN ANALYZE (SELECT count(*) FROM kernels) UNION ALL (SELECT 1)",
+    "EXPLAIN (ANALYZE) (SELECT count(*) FROM kernels)",
+    "EXPLAIN ANALYZE /* é */ (FORMAT json) SELECT 'é' AS é",
+    "EXPLAIN (FORMAT 'json', ANALYZE) FROM kernels",
+])
+def test_explain_of_a_select_runs_as_rebuilt(tracewh, outside, unchanged, sql):
+    """What runs is the EXPLAIN rebuilt from its checked parts: every form DuckDB accepts
+    still runs (a parenthesis opens an option list or the statement)."""
+    rows = json.loads(tracewh("query", "--format", "json", sql).stdout)
+    assert rows[0]["explain_key"] == "analyzed_plan"

@@ -47,22 +47,41 @@ def _checked_explain(connection, text):
     if position < len(words) and words[position][1].lower() in ("analyze", "analyse"):
         prefix.append("ANALYZE")
         position += 1
-    if position < len(words) and words[position][1] == "(":
-        depth = 0
-        for position in range(position, len(words)):
-            _, word, kind = words[position]
-            depth += {"(": 1, ")": -1}.get(word, 0)
-            if word not in ("(", ")", ",") and kind not in _OPTION_TOKENS:
-                _refuse("EXPLAIN with such options")
-            prefix.append(word)
-            if depth == 0:
-                break
-        position += 1
-    explained = (_statements(connection, data[words[position][0]:].decode())
-                 if position < len(words) else [])
+    rest = data[words[position][0]:].decode() if position < len(words) else ""
+    explained = _parsed(connection, rest) if rest.startswith("(") else None
+    if explained is None and rest.startswith("("):  # not a statement: an option list
+        options, position = _option_list(words, position)
+        prefix += options
+        rest = data[words[position][0]:].decode() if position < len(words) else ""
+    explained = explained or _statements(connection, rest)
     if len(explained) != 1 or explained[0].type.name != "SELECT":
-        _refuse("EXPLAIN " + (" ".join(e.type.name for e in explained) or "EMPTY"))
-    return _statements(connection, f"{' '.join(prefix)} {explained[0].query}")[0]
+        _refuse("EXPLAIN " + " ".join(e.type.name for e in explained))
+    rebuilt = _statements(connection, f"{' '.join(prefix)} {explained[0].query}")
+    if len(rebuilt) != 1 or rebuilt[0].type.name != "EXPLAIN":
+        _refuse("EXPLAIN")
+    return rebuilt[0]
+
+
+def _parsed(connection, sql):
+    """DuckDB's statements of `sql`, or None where it does not parse."""
+    try:
+        return connection.extract_statements(sql)
+    except duckdb.Error:
+        return None
+
+
+def _option_list(words, position):
+    """The words of the option list that starts at `words[position]` (names, values, commas,
+    parentheses only), and the position after it."""
+    depth, start = 0, position
+    for position in range(start, len(words)):
+        _, word, kind = words[position]
+        if word not in ("(", ")", ",") and kind not in _OPTION_TOKENS:
+            _refuse("EXPLAIN (with such options)")
+        depth += {"(": 1, ")": -1}.get(word, 0)
+        if depth == 0:
+            return [word for _, word, _ in words[start:position + 1]], position + 1
+    _refuse("EXPLAIN (with such options)")
 
 
 def _statements(connection, sql):

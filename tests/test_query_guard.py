@@ -7,6 +7,8 @@ import json
 import duckdb
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tracewh import statements, table_sql
 from tracewh.cli import cli
@@ -192,3 +194,142 @@ def test_the_python_api_has_full_access(warehouse, outside):
     with tracewh.open(warehouse) as wh:
         assert wh.sql(f"SELECT content FROM read_text({quoted(outside)})").fetchall() == \
             [("s3cret\n",)]
+
+
+def tree_hashes(path):
+    """{relative path: sha256} of every file under `path`: what a write would change."""
+    import hashlib
+
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def shifted_explain(statement):
+    """EXPLAIN ANALYZE of `statement` (one line, holding the text 'SELECT 1 --' in a string)
+    behind a comment of as many two-byte characters as there are characters before that text:
+    a guard that slices the SQL at DuckDB's tokenizer offsets (bytes) as if they were
+    characters sees `SELECT 1 --...` and lets the COPY run."""
+    return f"EXPLAIN ANALYZE /*{'é' * statement.index('SELECT 1 --')}*/ {statement}"
+
+
+def live_file(warehouse, directory):
+    return quoted(next((warehouse / directory).rglob("*.parquet")))
+
+
+ATTACKS = {
+    "a csv in marts/": lambda wh: f"COPY (SELECT 'x SELECT 1 --') TO {quoted(wh / 'marts' / 'pwn.csv')}",
+    "a commit of the log": lambda wh: (
+        "COPY (SELECT 'x SELECT 1 --') TO "
+        f"{quoted(wh / 'traces' / '_delta_log' / '00000000000000000000.json')}"),
+    "over a live table file": lambda wh: (
+        "COPY (SELECT * REPLACE (dur_ns * 1000 AS dur_ns) FROM read_parquet("
+        f"{live_file(wh, 'kernels')}) WHERE 'x SELECT 1 --' <> '') TO {live_file(wh, 'kernels')}"),
+    "over a live mart file": lambda wh: (
+        f"COPY (SELECT * FROM read_parquet({live_file(wh, 'marts/kernel_stats')}) "
+        f"WHERE 'x SELECT 1 --' = '') TO {live_file(wh, 'marts/kernel_stats')}"),
+}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_multi_byte_characters_do_not_shift_the_explain_check(shared_dir, warehouse, outside,
+                                                              attack):
+    """Issue 42: 16 `é` in a comment made the check of EXPLAIN see a SELECT inside a string
+    literal, and DuckDB ran the COPY: through the CLI and the API, nothing is written."""
+    import tracewh
+
+    sql = shifted_explain(ATTACKS[attack](warehouse))
+    before = tree_hashes(shared_dir)
+    refused(CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query", sql]))
+    with tracewh.open(warehouse) as wh, pytest.raises(QueryError, match="refused"):
+        wh.query(sql)
+    assert tree_hashes(shared_dir) == before
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query",
+                                      "SELECT count(*) FROM kernels"])
+    assert result.exit_code == 0 and "261" in result.output, result.output
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_the_confinement_alone_writes_no_file_of_the_warehouse(shared_dir, warehouse, outside,
+                                                               attack):
+    """The statement check bypassed (allow_write=True on a confined connection): DuckDB opens
+    no directory, only the snapshot's own files, so nothing new appears in the warehouse and
+    an existing file is not replaced (DuckDB writes it through a sibling first)."""
+    before = tree_hashes(shared_dir)
+    with connect(warehouse) as connection:
+        with pytest.raises(QueryError, match="Permission Error"):
+            statements.run_statements(connection, ATTACKS[attack](warehouse), allow_write=True)
+    assert tree_hashes(shared_dir) == before
+
+
+# Hostile text around forbidden statements: any Unicode but surrogates (which no command line
+# carries), so that characters of 1 to 4 bytes shift any offset read from the SQL text.
+UNICODE = st.text(st.characters(exclude_categories=("Cs",)), max_size=24)
+FORBIDDEN = [
+    "COPY (SELECT {s} AS {i}) TO {marts}",
+    "COPY (SELECT * FROM read_parquet({live}) WHERE {s} <> '') TO {live} (USE_TMP_FILE false)",
+    "COPY (SELECT {s}) TO {log}",
+    "INSERT INTO kernels (name) VALUES ({s})",
+    "CREATE TABLE {i} AS SELECT {s}",
+    "ATTACH {marts} AS {i}",
+    "EXPORT DATABASE {marts}",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET allowed_directories = [{s}, '/']",
+    "PRAGMA enable_profiling",
+    "CALL checkpoint()",
+]
+WRAPPERS = ["{c} {stmt}", "EXPLAIN ANALYZE {c} {stmt}", "EXPLAIN {c} ANALYZE {stmt}",
+            "EXPLAIN (ANALYZE) {c} {stmt}", "SELECT {s};\nEXPLAIN ANALYZE {c} {stmt}",
+            "EXPLAIN ANALYZE /*{shift}*/ {stmt}"]
+# bounded, so that CI runs it in well under a minute
+GUARD_PROFILE = settings(max_examples=60, deadline=None, database=None, derandomize=True,
+                         suppress_health_check=[HealthCheck.too_slow])
+
+
+def sql_comment(text):
+    return "/*" + text.replace("*/", "* /") + "*/"
+
+
+def sql_identifier(text):
+    return '"' + text.replace('"', '""') + '"'
+
+
+@GUARD_PROFILE
+@given(forbidden=st.sampled_from(FORBIDDEN), wrapper=st.sampled_from(WRAPPERS),
+       comment=UNICODE, string=UNICODE, identifier=UNICODE)
+def test_forbidden_statements_in_random_unicode_write_nothing(shared_dir, forbidden, wrapper,
+                                                              comment, string, identifier):
+    """A forbidden statement, wrapped in comments, strings and identifiers of any Unicode and
+    behind EXPLAIN [ANALYZE] (also with the comment that shifted the old check's byte
+    offsets), is refused on one line through the CLI and the API, and no file of the
+    warehouse changes."""
+    import tracewh
+
+    warehouse = shared_dir / WAREHOUSE
+    literal = quoted("x SELECT 1 --" + string)
+    statement = forbidden.format(
+        s=literal, i=sql_identifier(identifier or "t"), live=live_file(warehouse, "kernels"),
+        marts=quoted(warehouse / "marts" / f"{identifier}pwn"),
+        log=quoted(warehouse / "traces" / "_delta_log" / "00000000000000000000.json"))
+    sql = wrapper.format(c=sql_comment(comment), s=literal, stmt=statement,
+                         shift="é" * max(statement.find("SELECT 1 --"), 0))
+    before = tree_hashes(shared_dir)
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query", sql])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    with tracewh.open(warehouse) as wh, pytest.raises(QueryError):
+        wh.query(sql)
+    assert tree_hashes(shared_dir) == before
+
+
+@pytest.mark.parametrize("sql", [
+    "EXPLAIN ANALYZE (SELECT count(*) FROM kernels) UNION ALL (SELECT 1)",
+    "EXPLAIN (ANALYZE) (SELECT count(*) FROM kernels)",
+    "EXPLAIN ANALYZE /* é */ (FORMAT json) SELECT 'é' AS é",
+    "EXPLAIN (FORMAT 'json', ANALYZE) FROM kernels",
+])
+def test_explain_of_a_select_runs_as_rebuilt(tracewh, outside, unchanged, sql):
+    """What runs is the EXPLAIN rebuilt from its checked parts: every form DuckDB accepts
+    still runs (a parenthesis opens an option list or the statement)."""
+    rows = json.loads(tracewh("query", "--format", "json", sql).stdout)
+    assert rows[0]["explain_key"] == "analyzed_plan"

@@ -284,3 +284,36 @@ def test_spark_sql_runs_the_printed_script(multi_run, tmp_path):
     expected.append(str(duck.execute(
         f"SELECT count(*) FROM {SCRIPT_QUERY}").fetchone()[0]))
     assert result.stdout.splitlines()[-len(expected):] == expected
+
+
+# Spark substitutes ${env:NAME}, ${system:NAME} (and hive variables) in the SQL text before it
+# parses it, string literals included, unless spark.sql.variable.substitute is false.
+HOSTILE_RULES = ('[[class]]\ncategory = "k${env:HOME}"\n'
+                 'pattern = "x${env:PATH}y${system:java.home}"\nclass = "other"\n')
+
+
+def test_a_rules_file_cannot_make_spark_substitute_variables(multi_run, spark, tmp_path):
+    """Issue 42: a rules file whose strings hold ${env:...} copied the Spark user's environment
+    into kernel_class_rules. The printed script starts by turning substitution off, and its
+    literals escape `$`, so that `register` (in the user's session, substitution on) keeps
+    the text too."""
+    from click.testing import CliRunner
+
+    from tracewh.cli import cli
+
+    rules = tmp_path / "hostile.toml"
+    rules.write_text(HOSTILE_RULES)
+    printed = CliRunner().invoke(cli, ["--warehouse", str(multi_run), "views", "--dialect",
+                                       "spark", "--script", "--rules", str(rules)])
+    assert printed.exit_code == 0, printed.output
+    statements = printed.output.split(";\n\n")
+    assert statements[0] == "SET spark.sql.variable.substitute=false"
+    defines_rules = next(s for s in statements if "VIEW kernel_class_rules " in s)
+    for prelude in ([statements[0]], []):  # the printed script; `register`'s statements
+        session = spark.newSession()
+        for statement in [*prelude, defines_rules]:
+            session.sql(statement)
+        rows = session.sql("SELECT category, pattern FROM kernel_class_rules "
+                           "WHERE priority = 0").collect()
+        assert [tuple(row) for row in rows] == [("k${env:HOME}",
+                                                 "x${env:PATH}y${system:java.home}")]

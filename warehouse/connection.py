@@ -17,9 +17,7 @@ from pathlib import Path
 import duckdb
 
 from .integrity import EVENT_TABLES, check_counts, missing_file_error
-from .layout import MARTS_DIR
 from .query import define_library
-from .schema import TABLES
 from .table_sql import files_variable, table_view_sql
 
 
@@ -48,12 +46,14 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
         connection = duckdb.connect()
         try:
             connection.execute("SET enable_progress_bar = false")  # it would mix into output
-            if not allow_write:
-                confine(connection, root)
             define_library(connection, snapshot, rules,
                            lambda table: _table_view(connection, root, table, listed.result(),
                                                      copy=table.name in copied),
                            peaks, modules, marts)
+            if not allow_write:
+                confine(connection, [path for paths in (*listed.result().values(),
+                                                        *(marts or {}).values())
+                                     for path in paths])
         except BaseException:  # a file gone, counts that differ, Ctrl-C
             connection.close()
             raise
@@ -94,19 +94,22 @@ def cursor(connection):
     return other
 
 
-def confine(connection, root):
+def confine(connection, files):
     """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
-    external access off, it opens no file but under the warehouse's table directories (the
-    files the snapshot names) and its marts (see `derived.current_marts`), so
-    read_text('/etc/passwd'), glob('/*'), COPY TO, ATTACH and URLs fail; it installs and loads no extension; and the locked configuration cannot be
-    SET back. Python objects are not scanned by name either. DuckDB's allow-list serves
-    reading and writing alike (it has no read-only one): only COPY writes into it, and the
-    statement check refuses COPY. Spilling goes to a private directory that DuckDB creates
-    when needed and removes at close (the default, .tmp in the working directory, would be
-    allowed as well)."""
-    readable = [f"{Path(root) / name}/" for name in (*TABLES, MARTS_DIR)]
+    external access off, it opens no file but the `files` the connection's views read (the
+    snapshot's, its current marts'; no directory), so read_text('/etc/passwd'), glob('/*'),
+    URLs, and a COPY, ATTACH or EXPORT into the warehouse (a new mart file, a commit of a
+    Delta log) or anywhere else fail; it installs and loads no extension; and the locked
+    configuration cannot be SET back. Python objects are not scanned by name either.
+
+    DuckDB has no read-only allow-list, and a read-only database does not stop COPY TO: the
+    allowed files themselves are guarded by DuckDB writing an existing file through a `tmp_`
+    sibling it may not open, and by the statement check (`statements`), which lets no
+    statement but a SELECT run, nor an EXPLAIN of anything else. Spilling goes to a private
+    directory that DuckDB creates when needed and removes at close (the default, .tmp in the
+    working directory, would be allowed as well)."""
     spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
-    for setting, value in (("temp_directory", str(spill)), ("allowed_directories", readable),
+    for setting, value in (("temp_directory", str(spill)), ("allowed_paths", list(files)),
                            ("autoinstall_known_extensions", False),
                            ("autoload_known_extensions", False),
                            ("enable_external_access", False), ("lock_configuration", True)):

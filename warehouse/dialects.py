@@ -139,7 +139,10 @@ def _spark_name(name):
 
 
 def _spark_string(text):
-    return exp.Literal.string(text).sql("spark")
+    """A Spark string literal of `text`, each `$` written as the escape \\u0024: Spark
+    substitutes ${env:NAME} and the like in the SQL text before it parses it (see
+    SPARK_SCRIPT_SETTINGS), also in a session that has substitution on (`spark.register`)."""
+    return exp.Literal.string(text).sql("spark").replace("$", "\\u0024")
 
 
 def script(dialect, snapshot, root, rules, peaks=None):
@@ -250,6 +253,12 @@ def _spark_peaks(peaks):
     names = ", ".join(name for name, _ in PEAKS_COLUMNS)
     return (f"CREATE OR REPLACE TEMPORARY VIEW device_peaks AS SELECT {casts} FROM VALUES "
             f"{_values(peaks_rows(peaks), _spark_string)} AS peaks({names})")
+
+
+# The printed Spark script starts here: Spark (and spark-sql's --hivevar) substitutes
+# ${env:NAME}, ${system:NAME} and variables in the SQL text, string literals included, before
+# parsing it; a rules or peaks file could copy the Spark user's secrets into a table.
+SPARK_SCRIPT_SETTINGS = ("SET spark.sql.variable.substitute=false",)
 
 
 def script_text(statements):

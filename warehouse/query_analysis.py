@@ -4,6 +4,8 @@ so that it is asked of a connection over those runs' files alone."""
 import contextlib
 import logging
 
+from .library import defines_name
+
 
 def runs_a_query_names(sql):
     """(the runs a query can only be about, the table or view it reads), or None when that
@@ -74,8 +76,8 @@ def _runs_of(condition):
 def names_a_query_reads(sql):
     """The tables, views and macros a query reads by name, or None when that cannot be told
     for sure (SQL sqlglot cannot parse, a qualified or unknown name such as duckdb_views() or
-    information_schema, which may list the whole library): what a connection for it must
-    define, `known` being the library's and the tables' names."""
+    information_schema, which may list the whole library, a CTE or alias that takes a table's
+    or view's name): what a connection for it must define."""
     import sqlglot
     from sqlglot import exp
 
@@ -89,6 +91,11 @@ def names_a_query_reads(sql):
         if statement is None:
             continue
         ctes = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
+        aliases = {alias.name.lower() for alias in statement.find_all(exp.TableAlias)}
+        if any(map(defines_name, aliases)):
+            # a CTE (or alias) named like a table or view: `FROM kernels` may read either,
+            # depending on the scope (a reference outside the CTE's reads the table)
+            return None
         for table in statement.find_all(exp.Table):
             if table.db or table.catalog:
                 return None

@@ -6,52 +6,82 @@ import duckdb
 
 from .errors import HINT, QueryError
 
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
-
 
 def check_read_only(connection, sql):
     """Refuse statements that write, copy out, attach, install or change settings, also under
-    an EXPLAIN (EXPLAIN ANALYZE runs its statement); return the statements."""
-    statements = _statements(connection, sql)
-    for statement in statements:
-        kind = _refused_kind(connection, statement)
-        if kind is not None:
-            raise QueryError(f"{kind} statements are refused: queries are read-only",
-                             cli_hint=" (use --allow-write to run them)")
-    return statements
+    an EXPLAIN (EXPLAIN ANALYZE runs its statement); return the statements to run: each
+    EXPLAIN rebuilt from what was checked (see `_checked_explain`)."""
+    checked = []
+    for statement in _statements(connection, sql):
+        kind = statement.type.name
+        if kind == "EXPLAIN":
+            statement = _checked_explain(connection, statement.query)
+        elif kind != "SELECT":
+            _refuse(kind)
+        checked.append(statement)
+    return checked
 
 
-def _refused_kind(connection, statement):
-    """None for a statement that only reads; else its kind, as the refusal names it."""
-    kind = statement.type.name
-    if kind not in READ_ONLY_STATEMENTS:
-        return kind
-    if kind == "EXPLAIN":
-        for explained in _statements(connection, _explained_sql(statement.query)):
-            if explained.type.name != "SELECT":
-                return f"EXPLAIN {explained.type.name}"
-    return None
+def _refuse(kind):
+    raise QueryError(f"{kind} statements are refused: queries are read-only",
+                     cli_hint=" (use --allow-write to run them)")
 
 
-def _explained_sql(text):
-    """The statement an EXPLAIN statement's `text` explains: what follows EXPLAIN, ANALYZE
-    and a parenthesised option list, read with DuckDB's own tokenizer (comments may stand
-    between the words; DuckDB reports the statement as EXPLAIN only)."""
+_OPTION_TOKENS = {duckdb.token_type.identifier, duckdb.token_type.keyword,
+                  duckdb.token_type.string_const, duckdb.token_type.numeric_const}
+
+
+def _checked_explain(connection, text):
+    """The EXPLAIN statement `text`, refused unless what it explains is one SELECT, as DuckDB
+    parses it, and rebuilt from what was checked: EXPLAIN, ANALYZE and the option list's
+    words as the tokenizer gave them, then DuckDB's own text of that SELECT. DuckDB reports
+    an EXPLAIN's type only, so where its statement starts is read with DuckDB's tokenizer,
+    whose offsets are of UTF-8 bytes; and should that ever be read wrong, what runs is still
+    an EXPLAIN of a SELECT, never the text that was not checked."""
+    data = text.encode()
     tokens = duckdb.tokenize(text)
-    ends = [offset for offset, _ in tokens[1:]] + [len(text)]
-    words = [(offset, text[offset:end].strip().lower())
+    ends = [offset for offset, _ in tokens[1:]] + [len(data)]
+    words = [(offset, data[offset:end].decode().strip(), kind)
              for (offset, kind), end in zip(tokens, ends) if kind != duckdb.token_type.comment]
-    position = 1  # words[0] is EXPLAIN
-    if position < len(words) and words[position][1] in ("analyze", "analyse"):
+    prefix, position = ["EXPLAIN"], 1  # words[0] is EXPLAIN
+    if position < len(words) and words[position][1].lower() in ("analyze", "analyse"):
+        prefix.append("ANALYZE")
         position += 1
-    if position < len(words) and words[position][1] == "(":
-        depth = 0
-        for position in range(position, len(words)):
-            depth += {"(": 1, ")": -1}.get(words[position][1], 0)
-            if depth == 0:
-                break
-        position += 1
-    return text[words[position][0]:] if position < len(words) else ""
+    rest = data[words[position][0]:].decode() if position < len(words) else ""
+    explained = _parsed(connection, rest) if rest.startswith("(") else None
+    if explained is None and rest.startswith("("):  # not a statement: an option list
+        options, position = _option_list(words, position)
+        prefix += options
+        rest = data[words[position][0]:].decode() if position < len(words) else ""
+    explained = explained or _statements(connection, rest)
+    if len(explained) != 1 or explained[0].type.name != "SELECT":
+        _refuse("EXPLAIN " + " ".join(e.type.name for e in explained))
+    rebuilt = _statements(connection, f"{' '.join(prefix)} {explained[0].query}")
+    if len(rebuilt) != 1 or rebuilt[0].type.name != "EXPLAIN":
+        _refuse("EXPLAIN")
+    return rebuilt[0]
+
+
+def _parsed(connection, sql):
+    """DuckDB's statements of `sql`, or None where it does not parse."""
+    try:
+        return connection.extract_statements(sql)
+    except duckdb.Error:
+        return None
+
+
+def _option_list(words, position):
+    """The words of the option list that starts at `words[position]` (names, values, commas,
+    parentheses only), and the position after it."""
+    depth, start = 0, position
+    for position in range(start, len(words)):
+        _, word, kind = words[position]
+        if word not in ("(", ")", ",") and kind not in _OPTION_TOKENS:
+            _refuse("EXPLAIN (with such options)")
+        depth += {"(": 1, ")": -1}.get(word, 0)
+        if depth == 0:
+            return [word for _, word, _ in words[start:position + 1]], position + 1
+    _refuse("EXPLAIN (with such options)")
 
 
 def _statements(connection, sql):
@@ -73,10 +103,13 @@ def _result(relation):
 
 def run_query(connection, sql, allow_write=False, params=None):
     """Execute `sql` (with bound `params`); return (column names, rows) of its last statement."""
-    if not allow_write:
-        check_read_only(connection, sql)
     try:
-        return _result(connection.execute(sql, params) if params else connection.execute(sql))
+        if allow_write:
+            return _result(connection.execute(sql, params) if params else connection.execute(sql))
+        *first, last = check_read_only(connection, sql)
+        for statement in first:
+            _result(connection.execute(statement))
+        return _result(connection.execute(last, params) if params else connection.execute(last))
     except duckdb.Error as error:
         raise _query_error(error) from None
 

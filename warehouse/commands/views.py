@@ -4,7 +4,7 @@ import shutil
 
 import click
 
-from ..dialects import DIALECTS, script, script_text, transpile
+from ..dialects import DIALECTS, SPARK_SCRIPT_SETTINGS, script, script_text, transpile
 from ..errors import UsageError
 from ..library import public_library
 from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse
@@ -43,9 +43,10 @@ def views(warehouse, name, dialect, as_script, rules, peaks):
             raise UsageError("--script prints the whole library: give --dialect duckdb or "
                              "spark, and no view name")
         warehouse = warehouse.with_rules(rules).with_peaks(peaks)
-        click.echo(script_text(script(dialect, warehouse.snapshot, warehouse.path.resolve(),
-                                      warehouse.kernel_rules, warehouse.device_peaks)),
-                   nl=False)
+        settings = SPARK_SCRIPT_SETTINGS if dialect == "spark" else ()
+        click.echo(script_text([*settings, *script(
+            dialect, warehouse.snapshot, warehouse.path.resolve(), warehouse.kernel_rules,
+            warehouse.device_peaks)]), nl=False)
         return
     chosen = {name: modules[name]} if name else modules
     if dialect is None and name is None:

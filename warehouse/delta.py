@@ -156,8 +156,8 @@ def _check_lines(path, version, handle):
 
 def first_replayed(path, version):
     """The first commit file that loading `version` replays: the one after its checkpoint."""
-    checkpoint = last_checkpoint(path)
-    return (checkpoint + 1 if checkpoint <= version
+    checkpoint = last_checkpoint(path)  # 0: none (no version 0 is a checkpoint's)
+    return (checkpoint + 1 if 0 < checkpoint <= version
             else version - version % CHECKPOINT_INTERVAL)  # an older checkpoint, or none
 
 
@@ -255,13 +255,9 @@ def changes(path, first, last):
     is missing (log cleanup) and the live files must be listed whole."""
     added, removed = set(), set()
     for version in range(first + 1, last + 1):
-        try:
-            actions = [json.loads(line)
-                       for line in commit_file(path, version).read_text().splitlines()]
-        except FileNotFoundError:
+        if not commit_file(path, version).exists():
             return None
-        except ValueError:
-            raise DamagedLog(path, version, "cut or corrupt (not JSON lines)") from None
+        actions = _actions(path, version)
         if not actions:
             raise DamagedLog(path, version, "empty")
         for action in actions:
@@ -430,11 +426,7 @@ def unreadable_files(path, version=None):
     checkpointed = last_checkpoint(path)
     live = {}
     for number in range(checkpointed if checkpointed <= version else 0, version + 1):
-        try:
-            lines = (Path(path) / LOG_DIR / f"{number:020d}.json").read_text().splitlines()
-        except FileNotFoundError:  # log cleanup: a checkpoint holds it
-            continue
-        for action in map(json.loads, lines):
+        for action in _actions(path, number):
             if "remove" in action:
                 live.pop(unquote(action["remove"]["path"]), None)
             elif "add" in action:
@@ -445,6 +437,19 @@ def unreadable_files(path, version=None):
                     live[unquote(add["path"])] = UnreadableFile(number, add["path"], values,
                                                                 *found)
     return list(live.values())
+
+
+def _actions(path, version):
+    """The actions of a JSON commit; none when it is gone (log cleanup: a checkpoint holds
+    it). DamagedLog when it is not JSON lines."""
+    try:
+        lines = commit_file(path, version).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    try:
+        return [json.loads(line) for line in lines]
+    except ValueError:
+        raise DamagedLog(path, version, "cut or corrupt (not JSON lines)") from None
 
 
 def _unparsable(values):

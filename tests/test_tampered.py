@@ -1,8 +1,25 @@
-"""Damage from outside that the Delta logs alone show: a first commit that is not JSON."""
+"""Data files changed outside tracewh: rewritten with the same rows (figures multiplied), cut,
+or a byte flipped. Every commit records each file's size and sha256 (in its Delta add action's
+`tags`); every command that reads files compares their sizes with their commits', `refresh`
+their bytes. A changed table file is named in one line with the way out, and nothing is
+written; a changed mart file (derived data) is made again by `refresh`, which says so."""
 
+import json
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
-from .test_damage import commit_file, damaged, one_line_error, pristine  # noqa: F401
+from tracewh import delta
+from tracewh.marts import mart_path
+
+from .test_damage import RANKS, commit_file, damaged, one_line_error, pristine  # noqa: F401
+
+
+def r1_kernels_file(warehouse):
+    (path,) = (warehouse / "kernels" / "run=r1").rglob("*.parquet")
+    return path
 
 
 def state(warehouse):
@@ -10,6 +27,115 @@ def state(warehouse):
     return {path: path.read_bytes() for path in sorted(warehouse.rglob("*"))
             if path.is_file() and "_tracewh" not in path.parts
             and path.name != "tracewh.duckdb"}
+
+
+def readers(warehouse, damaged):
+    """Commands that read r1's kernels: each must refuse them."""
+    out = warehouse.parent
+    return [("refresh",), ("query", "SELECT sum(dur_ns) FROM kernels"),
+            ("query", "SELECT sum(dur_ns) FROM kernels WHERE run = 'r1'"),
+            ("report", "r1", "--out", out / "r1.html"), ("diff", "r0", "r1"),
+            ("trend", "kernel:Memcpy"),
+            ("export", "r1", "--rank", damaged["r1"]["rank"], "--out", out / "r1.json")]
+
+
+def multiply(path, column, factor=1000):
+    """Rewrite a Parquet file with the same rows but `column` multiplied, as a forger would."""
+    table = pq.read_table(path)
+    index = table.column_names.index(column)
+    pq.write_table(table.set_column(index, column, pc.multiply(table[column], factor)), path)
+
+
+def flip_a_byte(path):
+    """Change one byte in the middle of the file: its size stays."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_every_add_records_the_size_and_sha256_of_its_file(damaged, warehouse):
+    import hashlib
+
+    for table in ("kernels", "traces"):
+        path = warehouse / table
+        for number in range(delta.latest_version(path) + 1):
+            for line in commit_file(path, number).read_text().splitlines():
+                add = json.loads(line).get("add")
+                if add is None:
+                    continue
+                data = (path / add["path"]).read_bytes()
+                assert add["size"] == len(data)
+                assert add["tags"]["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_a_table_file_rewritten_with_the_same_rows_is_named(tracewh, warehouse, damaged):
+    file = r1_kernels_file(warehouse)
+    rows = pq.read_metadata(file).num_rows
+    multiply(file, "dur_ns")
+    assert pq.read_metadata(file).num_rows == rows
+    before = state(warehouse)
+    for command in readers(warehouse, damaged):
+        one_line_error(tracewh(*command, expect=None), f"{file}: changed outside tracewh",
+                       f"a file of trace {damaged['r1']['trace_id']} {damaged['where']}",
+                       damaged["repair"])
+    assert state(warehouse) == before
+    assert not any(warehouse.parent.glob("r1.*"))
+    assert tracewh("query", "SELECT count(*) FROM kernels WHERE run = 'r0'").exit_code == 0
+    tracewh("ingest", RANKS[1], "--run", "r1", "--phase", "train", "--rank",
+            damaged["r1"]["rank"], "--replace")
+    tracewh("refresh")
+
+
+def test_a_table_file_of_the_same_size_is_named_by_refresh(tracewh, warehouse, damaged):
+    file = r1_kernels_file(warehouse)
+    flip_a_byte(file)
+    before = state(warehouse)
+    one_line_error(tracewh("refresh", expect=None), f"{file}: changed outside tracewh since "
+                   "its commit (its bytes are not those its sha256 was taken of)",
+                   damaged["repair"])
+    assert state(warehouse) == before
+
+
+@pytest.mark.parametrize("cut", [0, 100, -1])
+def test_a_cut_table_file_is_named_by_every_reader(tracewh, warehouse, damaged, cut):
+    file = r1_kernels_file(warehouse)
+    data = file.read_bytes()
+    file.write_bytes(data[:cut % len(data)])
+    before = state(warehouse)
+    for command in readers(warehouse, damaged):
+        error = one_line_error(tracewh(*command, expect=None),
+                               f"{file}: changed outside tracewh since its commit "
+                               f"({cut % len(data):,} bytes, its commit says {len(data):,})",
+                               damaged["repair"])
+        assert "magic bytes" not in error
+    assert state(warehouse) == before
+
+
+def mart_file(warehouse, name):
+    path = mart_path(warehouse, name)
+    return path, Path(delta.live_paths(path, delta.latest_version(path))[-1])
+
+
+@pytest.mark.parametrize("damage", ["multiply", "flip", "cut"])
+def test_a_changed_mart_file_is_not_served_and_refresh_makes_it_again(tracewh, warehouse,
+                                                                      damaged, sql, damage):
+    path, file = mart_file(warehouse, "kernel_stats")
+    query = "SELECT sum(total_ns) AS total FROM kernel_stats"
+    (truth,) = sql(query)
+    if damage == "multiply":
+        multiply(file, "total_ns")
+    elif damage == "flip":
+        flip_a_byte(file)
+    else:
+        file.write_bytes(file.read_bytes()[:-10])
+    if damage != "flip":  # a changed size: the mart is not read, the view is computed
+        assert sql(query) == [truth]
+    result = tracewh("refresh")
+    assert f"{file}: changed outside tracewh since its commit" in result.stderr
+    assert "mart kernel_stats made again" in result.stderr
+    assert sql(query) == [truth]
+    assert mart_file(warehouse, "kernel_stats")[1] != file
+    assert tracewh("refresh").stdout.startswith("up to date")
 
 
 @pytest.mark.parametrize("table", ["kernels", "traces"])

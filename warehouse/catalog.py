@@ -83,9 +83,10 @@ class StagedTrace:
 
     def data_file(self, table, part, root, row=None):
         path = f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
+        size, sha256 = delta.file_digest(Path(root) / table / path)
         return DataFile(path, self.run, self.phase, self.rank,
-                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows,
-                        (Path(root) / table / path).stat().st_size, row)
+                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows, size, row,
+                        sha256=sha256)
 
 
 @dataclass

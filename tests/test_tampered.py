@@ -150,3 +150,30 @@ def test_a_garbage_first_commit_is_one_line(tracewh, warehouse, damaged, table):
         one_line_error(result, f"{commit}: cut or corrupt (line 1 is not JSON)",
                        "restore the file from a backup")
     assert state(warehouse) == before
+
+
+def test_the_hashes_of_files_added_before_a_checkpoint_are_checked(tmp_path, monkeypatch):
+    """delta-rs keeps add actions' tags in its checkpoints: a file whose add action is only
+    in the checkpoint (its JSON commit cleaned up) is still checked."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    monkeypatch.setattr(delta, "CHECKPOINT_INTERVAL", 2)
+    table = tmp_path / "t"
+    DeltaTable.create(str(table), schema=pa.schema([("x", pa.int64())]))
+    for version in (1, 2, 3):
+        name = f"{version}.parquet"
+        pq.write_table(pa.table({"x": [version] * 100}), table / name)
+        size, sha256 = delta.file_digest(table / name)
+        delta.commit(table, version, [delta.add_action(
+            delta.DataFile(name, None, None, None, 100, size, sha256=sha256))], "WRITE")
+    assert delta.last_checkpoint(table) == 2
+    for version in (1, 2):
+        commit_file(table, version).unlink()
+    assert sorted(delta.recorded_hashes(table, 3)) == ["1.parquet", "2.parquet", "3.parquet"]
+    assert delta.changed_files(table, 3, read=True) == []
+    flip_a_byte(table / "1.parquet")
+    assert delta.changed_files(table, 3) == []  # its size is the same
+    assert delta.changed_files(table, 3, read=True) == [
+        (table / "1.parquet", "changed outside tracewh since its commit (its bytes are not "
+                              "those its sha256 was taken of)")]

@@ -177,3 +177,18 @@ def test_the_hashes_of_files_added_before_a_checkpoint_are_checked(tmp_path, mon
     assert delta.changed_files(table, 3, read=True) == [
         (table / "1.parquet", "changed outside tracewh since its commit (its bytes are not "
                               "those its sha256 was taken of)")]
+
+
+def test_a_file_a_rollback_adds_again_keeps_its_hash(tracewh, warehouse, damaged):
+    """A writer killed after removing a file (a --replace's first commit): the next writer's
+    rollback adds it again, with the sha256 its first commit recorded."""
+    path = warehouse / "kernels"
+    file = r1_kernels_file(warehouse)
+    version = delta.latest_version(path)
+    (data_file,) = [f for f in delta.live_files(path, version) if path / f.path == file]
+    delta.commit(path, version + 1, [delta.remove_action(data_file)], "WRITE")
+    tracewh("refresh")  # rolls the killed commit back
+    assert delta.latest_version(path) == version + 2
+    flip_a_byte(file)
+    one_line_error(tracewh("refresh", expect=None), f"{file}: changed outside tracewh since "
+                   "its commit (its bytes are not those its sha256 was taken of)")

@@ -25,6 +25,7 @@ log alone. Files a commit retires stay on disk (older versions still name them) 
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime
 import errno
 import fcntl
@@ -557,8 +558,12 @@ class Catalog:
                 continue
             before = {f.path: f for f in self.live_files(table, versions[table])}
             after = {f.path: f for f in self.live_files(table, latest)}
+            again = [f for p, f in before.items() if p not in after]
+            if again:  # with the sha256 their first commits recorded
+                hashes = delta.recorded_hashes(path, versions[table])
+                again = [dataclasses.replace(f, sha256=hashes.get(f.path)) for f in again]
             actions = ([delta.remove_action(f) for p, f in after.items() if p not in before]
-                       + [delta.add_action(f) for p, f in before.items() if p not in after])
+                       + [delta.add_action(f) for f in again])
             versions[table] = (delta.commit(path, latest + 1, actions, "ROLLBACK")
                                if actions else latest)
             moved = True

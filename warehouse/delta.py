@@ -202,7 +202,7 @@ def recorded_hashes(path, version):
     """{path: sha256} of the files live at `version` whose add action recorded one (HASH_TAG),
     from the log itself (its checkpoint, then the JSON commits after it): delta-rs keeps the
     tags of add actions in its checkpoints but does not give them out. Files of an earlier
-    tracewh, of another engine or re-added by a rollback have none."""
+    tracewh or of another engine have none."""
     log = Path(path) / LOG_DIR
     checkpoint = last_checkpoint(path)
     hashes, first = {}, 0

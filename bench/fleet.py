@@ -63,5 +63,6 @@ def _write(table_path, rows, source, run, rank, trace_id, seq):
     pq.write_table(rows, table_path / relative, compression="zstd")
     row = ({name: rows[name][0].as_py() for name in delta.ROW_STATS} if seq is not None
            else None)
-    return delta.DataFile(relative, run, source.phase, rank, rows.num_rows,
-                          (table_path / relative).stat().st_size, row)
+    size, sha256 = delta.file_digest(table_path / relative)
+    return delta.DataFile(relative, run, source.phase, rank, rows.num_rows, size, row,
+                          sha256=sha256)

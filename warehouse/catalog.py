@@ -25,6 +25,7 @@ log alone. Files a commit retires stay on disk (older versions still name them) 
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime
 import errno
 import fcntl
@@ -84,9 +85,10 @@ class StagedTrace:
 
     def data_file(self, table, part, root, row=None):
         path = f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
+        size, sha256 = delta.file_digest(Path(root) / table / path)
         return DataFile(path, self.run, self.phase, self.rank,
-                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows,
-                        (Path(root) / table / path).stat().st_size, row)
+                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows, size, row,
+                        sha256=sha256)
 
 
 @dataclass
@@ -571,8 +573,12 @@ class Catalog:
                 continue
             before = {f.path: f for f in self.live_files(table, versions[table])}
             after = {f.path: f for f in self.live_files(table, latest)}
+            again = [f for p, f in before.items() if p not in after]
+            if again:  # with the sha256 their first commits recorded
+                hashes = delta.recorded_hashes(path, versions[table])
+                again = [dataclasses.replace(f, sha256=hashes.get(f.path)) for f in again]
             actions = ([delta.remove_action(f) for p, f in after.items() if p not in before]
-                       + [delta.add_action(f) for p, f in before.items() if p not in after])
+                       + [delta.add_action(f) for f in again])
             versions[table] = (delta.commit(path, latest + 1, actions, "ROLLBACK")
                                if actions else latest)
             moved = True

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from .integrity import EVENT_TABLES, check_counts, missing_file_error
+from .integrity import EVENT_TABLES, check_counts, check_sizes, missing_file_error
 from .query import define_library
 from .table_sql import files_variable, table_view_sql
 
@@ -61,9 +61,10 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
 
 
 def _files(root, snapshot, runs, tables):
-    """{table: the paths of its files} at `snapshot` (of `runs`, `tables`), the event tables'
-    row counts checked (see `connect`)."""
+    """{table: the paths of its files} at `snapshot` (of `runs`, `tables`), their sizes and
+    the event tables' row counts checked (see `connect`)."""
     paths = snapshot.paths(root, runs, tables)
+    check_sizes(root, snapshot, paths, runs)
     if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):
         check_counts(root, snapshot, runs)
     return paths

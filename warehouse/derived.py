@@ -4,6 +4,7 @@ tables of the main views' answers, `marts`) and the DuckDB database file that BI
 
 import concurrent.futures
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ from . import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from .errors import FollowUpFailed, RefreshInterrupted
 from .layout import DONE_FILE, RECOMPUTE_FILE
-from .marts import current_mart_files, refresh_marts
+from .marts import changed_marts, current_mart_files, mart_path, refresh_marts
 from .library import library_fingerprint
 from .rules import effective_rules
 
@@ -24,13 +25,16 @@ class DerivedRefresh:
     marts_seconds: float = 0.0
     file_seconds: float = 0.0
     up_to_date: bool = False  # nothing to do: derived from this snapshot already
+    # {mart: (file, problem)}: marts made again, a file of theirs changed outside tracewh
+    remade: dict = field(default_factory=dict)
 
 
-def refresh_derived(catalog):
+def refresh_derived(catalog, verify=False):
     """Bring the marts and `tracewh.duckdb` to the newest snapshot, under the writers' lock
     (a concurrent ingest's refresh waits, then finds its runs done or does them). A failure
     leaves the committed traces as they are: the next writing command, or `tracewh refresh`,
-    derives again."""
+    derives again. With `verify`, every mart's files are read, and a mart with a file not as
+    its commit wrote it is made again (see `marts.changed_marts`)."""
     with catalog.locked():
         snapshot = catalog.snapshot()
         rules = effective_rules(catalog.root)
@@ -38,6 +42,11 @@ def refresh_derived(catalog):
         done_file = catalog.state / DONE_FILE
         recompute_file = catalog.state / RECOMPUTE_FILE
         recompute = set(_read_json(recompute_file) or [])
+        remade = changed_marts(catalog.root) if verify else {}
+        if remade:  # made again whole (a damaged log's way): until then, no query reads it
+            done_file.unlink(missing_ok=True)
+            for name in remade:
+                shutil.rmtree(mart_path(catalog.root, name))
         if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)} \
                 and not recompute:
             return DerivedRefresh(up_to_date=True)
@@ -58,7 +67,7 @@ def refresh_derived(catalog):
             raise RefreshInterrupted(f"interrupted: what was committed stays; the marts and "
                                      f"{FILE_NAME} may lag behind it until `tracewh refresh` "
                                      "(or the next ingest)") from None
-        return DerivedRefresh(marts.runs, marts_seconds, file_seconds)
+        return DerivedRefresh(marts.runs, marts_seconds, file_seconds, remade=remade)
 
 
 def _timed(function, *arguments):

@@ -69,15 +69,47 @@ def missing_file_error(root, table, paths):
     missing = [path for path in paths if not os.path.exists(path)]
     if not missing:
         return None
-    relative = Path(missing[0]).relative_to(Path(root) / table)
+    others = f" (and {len(missing) - 1:,} more of {table})" if len(missing) > 1 else ""
+    return _file_error(root, table, missing[0], f"missing{others}", ", deleted outside tracewh")
+
+
+def _file_error(root, table, path, problem, cause=""):
+    """The error for a damaged file of a table: `path: problem: a file of trace T (its
+    partition)cause: the way out`."""
+    relative = Path(path).relative_to(Path(root) / table)
     trace = {"min.trace_id": relative.name.split("-", 1)[0],
              **{f"partition.{part.split('=', 1)[0]}": part.split("=", 1)[1]
                 for part in relative.parts[:-1]}}
-    others = f" (and {len(missing) - 1:,} more of {table})" if len(missing) > 1 else ""
     return WarehouseError(
-        f"{missing[0]}: missing{others}: a file of trace {trace['min.trace_id']} "
-        f"({_partition(trace)}), deleted outside tracewh: restore it from a backup, or "
-        f"ingest {_source(root, trace)}{HINT}", *_again(trace))
+        f"{path}: {problem}: a file of trace {trace['min.trace_id']} ({_partition(trace)})"
+        f"{cause}: restore it from a backup, or ingest {_source(root, trace)}{HINT}",
+        *_again(trace))
+
+
+def check_sizes(root, snapshot, tables, runs=None):
+    """Raise WarehouseError for the first file of `tables` (of `runs`) at `snapshot` whose
+    size is not its commit's: cut, or rewritten (a stat per file: 0.4 ms for the demo's 8
+    ranks' 111 files). What every command that reads the files checks."""
+    for table in tables:
+        _raise_first(root, table, delta.changed_files(Path(root) / table,
+                                                      snapshot.versions[table], runs))
+
+
+def check_files(root, snapshot):
+    """Raise WarehouseError for the first live file at `snapshot` that is missing, or whose
+    size or bytes (sha256) are not those its commit recorded: every byte of the warehouse's
+    tables read, which `tracewh refresh` does."""
+    for table, version in snapshot.versions.items():
+        path = Path(root) / table
+        missing = missing_file_error(root, table, delta.live_paths(path, version))
+        if missing is not None:
+            raise missing
+        _raise_first(root, table, delta.changed_files(path, version, read=True))
+
+
+def _raise_first(root, table, changed):
+    if changed:
+        raise _file_error(root, table, *changed[0])
 
 
 def _add_actions(root, table, snapshot, runs):

@@ -299,5 +299,5 @@ def _merge(table_path, group, version):
             table = pq.read_table(table_path / data_file.path)
             writer.write_table(table)
             rows += table.num_rows
-    return DataFile(relative, first.run, first.phase, first.rank, rows,
-                    (table_path / relative).stat().st_size)
+    size, sha256 = delta.file_digest(table_path / relative)
+    return DataFile(relative, first.run, first.phase, first.rank, rows, size, sha256=sha256)

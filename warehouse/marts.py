@@ -124,8 +124,8 @@ def current_mart_files(root, snapshot, rules, only=None):
     `rules`, by the same tracewh, at `snapshot` or before it (a refresh committing meanwhile
     for a newer one makes its marts not current), whose newest commit is readable: the caller
     has established that the last refresh derived them from `snapshot`. Read only: a damaged
-    mart is left for the next refresh to make again (it is not current). With `only`, of
-    those marts alone."""
+    mart (a file of another size than its commit's: a stat each) is left for the next
+    refresh to make again (it is not current). With `only`, of those marts alone."""
     fingerprint = _fingerprint(rules)
     current = {}
     for name in MARTS if only is None else [name for name in MARTS if name in only]:
@@ -136,11 +136,27 @@ def current_mart_files(root, snapshot, rules, only=None):
             version = delta.latest_version(path)
             state = delta.commit_info(path, version).get(STATE_KEY)
             if (state is not None and state["fingerprint"] == fingerprint
-                    and state["seq"] <= snapshot.seq):
+                    and state["seq"] <= snapshot.seq
+                    and not delta.changed_files(path, version)):
                 current[name] = delta.live_paths(path, version)
         except delta.DamagedLog:
             continue
     return current
+
+
+def changed_marts(root):
+    """{mart: (its first file not as its commit wrote it, the problem)}, every byte of every
+    mart read (sha256): a refresh makes them again. A mart whose log is damaged is made
+    again by the refresh anyway (see _plan)."""
+    changed = {}
+    for path in mart_paths(root):
+        try:
+            files = delta.changed_files(path, delta.latest_version(path), read=True)
+        except delta.DamagedLog:
+            continue
+        if files:
+            changed[path.name] = files[0]
+    return changed
 
 
 def _fingerprint(rules):
@@ -379,5 +395,6 @@ def _write(path, rows):
         for start in range(0, rows.num_rows, WRITE_ROWS):
             writer.write_table(rows.take(order[start:start + WRITE_ROWS]))
     bounds = pc.min_max(rows["run"])
-    return DataFile(name, None, None, None, rows.num_rows, (path / name).stat().st_size,
-                    runs=(bounds["min"].as_py(), bounds["max"].as_py()))
+    size, sha256 = delta.file_digest(path / name)
+    return DataFile(name, None, None, None, rows.num_rows, size,
+                    runs=(bounds["min"].as_py(), bounds["max"].as_py()), sha256=sha256)

@@ -11,7 +11,7 @@ from ..catalog import STATE_DIR
 from ..derived import refresh_derived
 from ..duckdb_file import FILE_NAME
 from ..errors import printable
-from ..integrity import check_counts
+from ..integrity import check_counts, check_files
 from ..names import check_name
 from .options import exit_after_follow_up, pass_warehouse, phase_option, work_then_follow_up
 
@@ -63,14 +63,18 @@ def refresh(warehouse):
     Every ingest, optimize and vacuum does this itself, for the runs it changed: run it after
     editing the warehouse's kernel rules (_tracewh/kernel_rules.toml), which every mart's
     classes follow, or after a command was killed before it was done. It checks the tables'
-    logs against the traces they hold, rebuilds a damaged tracewh.duckdb, and recreates a
+    logs against the traces they hold and every file's bytes against the sha256 its commit
+    recorded, makes a damaged mart again, rebuilds a damaged tracewh.duckdb, and recreates a
     deleted _tracewh/.
     """
     if warehouse.catalog.restore_state():
         click.echo(f"recreated {STATE_DIR}/, which was gone (the kernel rules it held, if any, "
                    f"must be put back as {STATE_DIR}/kernel_rules.toml)", err=True)
     check_counts(warehouse.readable().root, warehouse.snapshot)
-    result = refresh_derived(warehouse.catalog)
+    check_files(warehouse.catalog.root, warehouse.snapshot)
+    result = refresh_derived(warehouse.catalog, verify=True)
+    for name, (file, problem) in result.remade.items():
+        click.echo(f"{printable(file)}: {problem}: mart {name} made again", err=True)
     if result.up_to_date:
         click.echo(f"up to date: marts/ and {FILE_NAME} were derived from the newest snapshot")
         return

@@ -509,3 +509,36 @@ def test_tags_on_an_unchanged_file_are_an_error_not_ignored(tracewh, sql):
         "tags\n")
     tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=def", "--replace")
     assert sql("SELECT tags FROM traces") == [{"tags": '{"git": "def"}'}]
+
+
+def test_negative_duration_is_refused_as_unknown(tracewh, sql, tmp_path):
+    """A kernel of a real trace given `"dur": -5`: its dur_ns is NULL, the -5 kept in extra,
+    the trace's warnings say so, and every figure is that of the same trace with the kernel's
+    dur missing (unknown), not 5,000 ns less."""
+    document = json.loads(gzip.decompress(
+        shared("param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json.gz").read_bytes()))
+    events = document["traceEvents"]
+    index = max((i for i, e in enumerate(events) if e.get("cat") == "kernel"),
+                key=lambda i: events[i]["dur"])
+    events[index]["dur"] = -5
+    (tmp_path / "negative").mkdir()
+    (tmp_path / "negative" / "trace.json").write_text(json.dumps(document))
+    del events[index]["dur"]
+    (tmp_path / "unknown").mkdir()
+    (tmp_path / "unknown" / "trace.json").write_text(json.dumps(document))
+    for run in ("negative", "unknown"):
+        tracewh("ingest", tmp_path / run / "trace.json", "--run", run)
+
+    def figures(run):
+        kernels = sql(f"SELECT short_name, count, total_ns FROM kernel_stats WHERE run = '{run}'"
+                      " ORDER BY ALL")
+        overlap = sql(f"SELECT comm_ns, compute_ns, overlap_ns FROM overlap WHERE run = '{run}'")
+        return kernels, overlap
+
+    assert figures("negative") == figures("unknown")
+    assert min(row["total_ns"] for row in figures("negative")[0]) >= 0
+    assert sql(f"SELECT dur_ns, extra FROM kernels WHERE event_index = {index} "
+               "AND run = 'negative'") == [{"dur_ns": None, "extra": '{"dur":-5}'}]
+    (warnings,) = sql("SELECT warnings FROM traces WHERE run = 'negative'")
+    assert "X events with a negative dur (dur_ns NULL, the dur kept in extra) (1)" \
+        in warnings["warnings"]

@@ -436,15 +436,50 @@ def test_corruption_deep_in_a_chunked_file_names_its_byte(jobs, tracewh, tmp_pat
     ('{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "ts": 1, "ts": 5}]}',
      "event 1: duplicate key 'ts' in the event"),
     ('{"schemaVersion": 1, "schemaVersion": 2, "traceEvents": []}',
-     "duplicate key 'schemaVersion' in the trace's top-level object"),
+     "duplicate key 'schemaVersion' in the trace's top-level object at byte 21"),
     ('{"traceEvents": [], "traceName": "a", "traceName": "b"}',
-     "duplicate key 'traceName' in the trace's top-level object"),
+     "duplicate key 'traceName' in the trace's top-level object at byte 38"),
+    ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2},'
+     ' {"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"External id": 1,'
+     ' "External id": 2}}]}',
+     "event 1: duplicate key 'External id' in the event"),
+    ('{"traceEvents": [{"ph": "i", "ts": 1, "args": {"a": {"b": 1, "b": 1}}}]}',
+     "event 0: duplicate key 'b' in the event"),
+    ('{"traceEvents": [{"ph": "i", "ts": 1}], "traceEvents": [{"ph": "i", "ts": 1}]}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 40"),
+    ('{"schemaVersion": 1, "traceEvents": [{"ph": "i", "ts": 1}], "traceEvents": []}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 60"),
+    ('{"traceEvents": [], "traceEvents": [{"ph": "i", "ts": 1}]}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 20"),
 ])
 def test_duplicate_keys_are_refused(content, problem, tracewh, tmp_path, warehouse):
     path = tmp_path / "dup.json"
     path.write_text(content)
     result = tracewh("ingest", path, "--run", "r", expect=2)
-    assert problem in result.output and result.output.startswith(f"error: {path}: ")
+    error = result.output.splitlines()[0]
+    assert error.startswith(f"error: {path}: ") and problem in error
+    assert not list(warehouse.glob("*/run=*"))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_duplicates_deep_in_a_chunked_file_are_named(jobs, tracewh, tmp_path, warehouse,
+                                                     monkeypatch):
+    """A key repeated in the args of event 1500 of 2000, and traceEvents repeated after
+    events read in many blocks: each named, with the event index or the byte."""
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 4096)
+    text = json.dumps({"traceEvents": hostile_kernels(2000)})
+    at = text.index('"k1500"')
+    path = tmp_path / "args.json"
+    path.write_text(text[:at] + '"k1500", "args": {"stream": 7, "stream": 8}' + text[at + 7:])
+    result = tracewh("ingest", path, "--run", "a", "--jobs", jobs, expect=2)
+    assert result.output.startswith(f"error: {path}: event 1500: duplicate key 'stream' in "
+                                    "the event\n")
+    path = tmp_path / "events.json"
+    path.write_text(text[:-1] + ', "traceEvents": []}')
+    result = tracewh("ingest", path, "--run", "e", "--jobs", jobs, expect=2)
+    assert result.output.startswith(f"error: {path}: duplicate key 'traceEvents' in the trace's "
+                                    f"top-level object at byte {len(text) + 1}\n")
     assert not list(warehouse.glob("*/run=*"))
 
 

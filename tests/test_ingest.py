@@ -1,6 +1,7 @@
 """Ingesting real traces: every event lands in exactly one table, exactly, in every format."""
 
 import gzip
+import hashlib
 import json
 import re
 import shutil
@@ -577,3 +578,54 @@ def test_negative_duration_is_refused_as_unknown(tracewh, sql, tmp_path):
     (warnings,) = sql("SELECT warnings FROM traces WHERE run = 'negative'")
     assert "X events with a negative dur (dur_ns NULL, the dur kept in extra) (1)" \
         in warnings["warnings"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_rewritten_while_it_is_read_fails(jobs, tracewh, sql, tmp_path, warehouse,
+                                                 monkeypatch):
+    """DeepSeek's trace, read in 256 KB blocks, rewritten in place (same size, one kernel's
+    dur changed) once the first block is read: the file fails with one line and nothing is
+    committed, so the original, ingested after, is ingested rather than `unchanged`."""
+    from tracewh.ingest.reader import TraceReader
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 256 << 10)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 256 << 10)
+    original = shared("deepseek-profile-data/train.json").read_bytes()
+    at = original.index(b'"dur": 1', len(original) * 2 // 3) + len(b'"dur": ')
+    rewritten = original[:at] + b"9" + original[at + 1:]
+    path = tmp_path / "train.json"
+    path.write_bytes(original)
+    read_block = TraceReader._read_block
+    blocks = []
+
+    def rewriting_read_block(self):
+        if len(blocks) == 1:
+            with open(path, "r+b") as handle:  # in place: same inode, same size
+                handle.write(rewritten)
+        blocks.append(1)
+        return read_block(self)
+
+    monkeypatch.setattr(TraceReader, "_read_block", rewriting_read_block)
+    result = tracewh("ingest", path, "--run", "torn", "--jobs", jobs, expect=2)
+    assert result.output.splitlines()[0] == \
+        f"error: {path}: the file changed while it was read"
+    assert len(blocks) > 2 and path.read_bytes() == rewritten
+    assert not list(warehouse.glob("*/run=*"))
+    monkeypatch.setattr(TraceReader, "_read_block", read_block)
+    path.write_bytes(original)
+    assert "1 file ingested" in tracewh("ingest", path, "--run", "torn", "--jobs", jobs).output
+
+
+@pytest.mark.parametrize("relative", ["deepseek-profile-data/train.json",
+                                      "param-dlrm-8rank/" + "worker0_step_12.1694128201545"
+                                      ".pt.trace.json.gz"])
+def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
+    """The sha256 stored is hashlib's of the file as stored (hashed as it is read, in many
+    blocks here), plain or gzipped, and its size the file's."""
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 64 << 10)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 64 << 10)
+    monkeypatch.setattr("tracewh.ingest.pipeline.HASH_FIRST_LIMIT", 0)  # no hash beforehand
+    path = shared(relative)
+    tracewh("ingest", path, "--run", "h")
+    data = path.read_bytes()
+    assert sql("SELECT sha256, bytes FROM traces") == [
+        {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}]

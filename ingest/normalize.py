@@ -360,8 +360,9 @@ _FIELD_VALUES = {
 }
 
 
-def _extra(group, warnings):
-    """JSON text of what each event holds beyond its table's columns, or NULL."""
+def _extra(group, warnings, refused=()):
+    """JSON text of what each event holds beyond its table's columns, or NULL; the events at
+    the positions `refused` keep their dur there too (see _refuse_negative)."""
     events = group.events
     kept = [e.unknown_fields for e in events]  # {key: raw JSON} or None
     fields = _UNMODELLED_FIELDS[group.table] + (("ph",) if group.table == "instants" else ())
@@ -374,9 +375,13 @@ def _extra(group, warnings):
                 if value is not None:
                     kept[index] = {**(kept[index] or {}), field: value}
     missing = kept.count(None)
-    if missing == len(kept):
+    if missing < len(kept):
+        warnings["events with fields tracewh does not model (kept in extra)"] += \
+            len(kept) - missing
+    for index in refused:
+        kept[index] = {**(kept[index] or {}), "dur": events[index].dur}
+    if kept.count(None) == len(kept):
         return pa.nulls(len(kept), pa.string())
-    warnings["events with fields tracewh does not model (kept in extra)"] += len(kept) - missing
     return pa.array([None if k is None else _EXTRA_ENCODER.encode(k).decode() for k in kept],
                     pa.string())
 
@@ -420,6 +425,12 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
     if values is None or (ts_required and values["ts_ns"].null_count):
         values = _values_by_column(group, ts_required, durations)  # exact; names a missing ts
     events = group.events
+    refused = ()
+    if durations:
+        missing = values["dur_ns"].null_count
+        if missing:
+            warnings["X events without dur (kept with NULL dur_ns)"] += missing
+        dur_ns, refused = _refuse_negative(values["dur_ns"], warnings)
     columns = {
         "event_index": group.positions,
         "name": values["name"],
@@ -427,16 +438,30 @@ def _base_columns(group, warnings, ts_required=True, durations=False):
         "pid": _ids([e.pid for e in events]),
         "tid": _ids([e.tid for e in events]),
         "args": _args_text(group),
-        "extra": _extra(group, warnings),
+        "extra": _extra(group, warnings, refused),
         "ts_ns": values["ts_ns"],
     }
     if durations:
-        missing = values["dur_ns"].null_count
-        if missing:
-            warnings["X events without dur (kept with NULL dur_ns)"] += missing
-        columns["dur_ns"] = values["dur_ns"]
-        _check_ends(values["ts_ns"], values["dur_ns"], group.positions)
+        columns["dur_ns"] = dur_ns
+        _check_ends(values["ts_ns"], dur_ns, group.positions)
     return columns
+
+
+NEGATIVE_DUR_WARNING = "X events with a negative dur (dur_ns NULL, the dur kept in extra)"
+
+
+def _refuse_negative(dur_ns, warnings):
+    """(dur_ns with every negative duration NULL, the positions of those) for a table with a
+    dur_ns column. A duration below zero nanoseconds (after truncation toward zero, so -0.0001
+    µs is a zero duration) is no duration: it is refused as unknown, so that no sum (busy,
+    compute, kernel totals) takes it, its value kept as written in the event's `extra` under
+    "dur", and each counted under NEGATIVE_DUR_WARNING in `traces.warnings`."""
+    negative = pc.less(dur_ns, 0)
+    if not pc.any(negative).as_py():
+        return dur_ns, ()
+    refused = pc.indices_nonzero(negative).to_pylist()
+    warnings[NEGATIVE_DUR_WARNING] += len(refused)
+    return pc.if_else(negative, pa.scalar(None, pa.int64()), dur_ns), refused
 
 
 def _check_ends(starts, durations, positions):

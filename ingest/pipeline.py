@@ -10,7 +10,6 @@ visible at once. A file that fails leaves nothing behind; the others go on unles
 import concurrent.futures
 import contextlib
 import functools
-import io
 import os
 import re
 import shutil
@@ -33,7 +32,8 @@ from .normalize import EventProblem, normalize_chunk
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
-from .sources import file_digest, json_size_limit, open_trace, stored_position
+from .sources import (HashedTrace, file_digest, file_state, json_size_limit,
+                      stored_position)
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
@@ -364,13 +364,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     trace_id = uuid.uuid4().hex[:16]
     run = identity.resolve_run(options.run, path)
     phase = identity.resolve_phase(options.phase, path)
-    try:
-        os.path.getsize(path)
-    except OSError as error:
-        raise TraceError(path, f"cannot read: {error.strerror}") from None
-    hashing = concurrent.futures.ThreadPoolExecutor(1)
-    digest = hashing.submit(file_digest, path)  # hashlib releases the GIL: hashed as parsed
-    hashing.shutdown(wait=False)
+    state = file_state(path)  # before it is opened: see _check_unchanged
     base_guess = guess_base_time(path)
     try:
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
@@ -380,6 +374,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
             leftover.unlink()
         staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
                                confirm_cuts=True, on_bytes=on_bytes)
+    _check_unchanged(path, state, staged.size)
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     kernel_summaries = staged.kernel_summaries
     metadata = decode_metadata(staged.metadata)
@@ -420,7 +415,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if events == 0:
         warnings["the trace has no events"] += 1
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
-    sha256, size = _digest(digest, path)
+    sha256, size = staged.sha256, staged.size
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
                     source_path=path_text(os.path.abspath(path)), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
@@ -450,11 +445,14 @@ def _in_worker(pool, function, *arguments):
     return done
 
 
-def _digest(future, path):
-    try:
-        return future.result()
-    except OSError as error:
-        raise TraceError(path, f"cannot read: {error.strerror}") from None
+def _check_unchanged(path, before, size_read):
+    """Fail the file if it was written while it was read: its size, mtime or ctime differ
+    from `before` (file_state before it was opened), or the bytes read (and hashed) are not
+    its size. Its chunks were parsed from what the reader hashed or, read by reference, from
+    the file by the workers: either way only an unchanged file makes the recorded sha256 that
+    of the bytes parsed, which a later ingest of the same file is matched by."""
+    if file_state(path) != before or size_read != before[0]:
+        raise TraceError(path, "the file changed while it was read")
 
 
 @dataclass
@@ -469,6 +467,8 @@ class StagedChunks:
     metadata: dict = field(default_factory=dict)
     first_ns: int | None = None
     secrets: int = 0
+    sha256: str = ""  # of the file's bytes as read (stored, compressed or not)
+    size: int = 0  # bytes read
 
 
 def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cuts,
@@ -476,8 +476,8 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cu
     """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
     staged = StagedChunks()
-    with open_trace(path) as stream:
-        plain = isinstance(stream, io.BufferedReader)
+    with HashedTrace(path) as trace_file:
+        stream, plain = trace_file.stream, not trace_file.compressed
         trace_reader = TraceReader(
             stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
             max_event_size=options.max_event_size,
@@ -495,6 +495,7 @@ def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cu
                 staged.first_ns = summary.first_ns
             if summary.kernels is not None:
                 staged.kernel_summaries.append(summary.kernels)
+        staged.sha256, staged.size = trace_file.finish()
     for numbers in staged.parts.values():
         numbers.sort()
     staged.metadata = trace_reader.metadata

@@ -429,12 +429,17 @@ class TraceReader:
         self._fail(f"not a trace: a JSON object without traceEvents (keys: {keys})")
 
     def _check_unique_keys(self, text, offset):
-        """Refuse a repeated top-level key of the document (msgspec keeps the last silently)."""
+        """Refuse a repeated top-level key of the document (msgspec keeps the last silently),
+        at the byte of its second `"key":` in `text` (which is at file offset `offset`), or of
+        `text` where the key is written with escapes."""
         def unique(pairs):
             keys = [key for key, _ in pairs]
             if len(keys) != len(set(keys)):
                 repeated = next(k for k in keys if keys.count(k) > 1)
-                self._fail(f"duplicate key {repeated!r} in the trace's top-level object", offset)
+                written = re.escape(json.dumps(repeated, ensure_ascii=False).encode())
+                places = [m.start() for m in re.finditer(written + rb"\s*:", bytes(text))]
+                self._fail(f"duplicate key {repeated!r} in the trace's top-level object",
+                           offset + (places[1] if len(places) > 1 else 0))
 
         # Values are not needed, only keys: numbers stay text (Python refuses int() of over
         # 4,300 digits, which a hostile trace can hold; msgspec reads the values).
@@ -505,8 +510,12 @@ class TraceReader:
             else:
                 tail = msgspec.json.decode(data, type=dict[str, Raw])
                 events = bytes(tail.pop("traceEvents"))
+                if not data.startswith(events, len(self._prefix) - 1):
+                    self._repeated_events(data, base)
                 after = data[len(self._prefix) - 1 + len(events):]  # what follows the events
-                self._check_unique_keys(b'{"traceEvents":null' + after, None)
+                standing_in = b'{"traceEvents":null'  # for the events, the first key
+                self._check_unique_keys(standing_in + after, base + len(self._prefix) - 1
+                                        + len(events) - len(standing_in))
                 self.metadata.update(tail)
             count = len(msgspec.json.decode(events, type=list[Raw]))
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
@@ -518,6 +527,21 @@ class TraceReader:
         if count or not self._events:  # an empty chunk only for a trace without events
             yield Chunk(base + len(self._prefix) - 1, len(events), self._events, count, events)
         self._events += count
+
+    def _repeated_events(self, data, base):
+        """Fail for the tail `data` (the document from the events' `[`, read as
+        _OBJECT_PREFIX, at file offset `base`) whose traceEvents msgspec took is not the one
+        read (it keeps the last of a repeated key): name the byte of the next `"traceEvents"`
+        after the events' array, or of what follows that array if none is found."""
+        start = len(self._prefix) - 1
+        try:
+            msgspec.json.decode(data[start:], type=list[Raw])
+        except msgspec.DecodeError as error:  # "trailing characters": where the array ends
+            end = start + (decode_error_position(error) or 0)
+            key = data.find(b'"traceEvents"', end)
+            self._fail("duplicate key 'traceEvents' in the trace's top-level object",
+                       base + (key if key >= 0 else end))
+        raise AssertionError("the events' array of a document that decoded cannot be whole")
 
     @property
     def events(self):

@@ -6,7 +6,12 @@ WANDB_API_KEY, db_password, accessToken; not TOKENIZERS_PARALLELISM, num_tokens 
 per_token_cast kernels):
 
 - the value under such a key (metadata objects, and event fields tracewh does not model);
-- `NAME=value`, as in an environment dump or a URL query (`?token=...`; not `tiktoken==0.9`);
+- `NAME=value`, as in an environment dump or a URL query (`?token=...`; not `tiktoken==0.9`),
+  also spaced and quoted: `HF_TOKEN = x`, `HF_TOKEN='x'`, `HF_TOKEN="x"`;
+- `NAME: value` with a quote beside the colon: a Python repr `{'HF_TOKEN': 'x'}`, JSON inside a
+  string `{"api_key": "x"}`, `db_password: 'x'`; and in metadata only, unquoted:
+  `db_password: x`, `GITHUB_TOKEN:x` (not a C++ scope `auth::x`);
+- an HTTP credential after its scheme: `Authorization: Bearer x`, `Basic x`;
 - a command-line flag's value, `--hf-token VALUE` or `--password`, `VALUE` as list items
   (`--token=VALUE` is a `NAME=value`);
 - a URL's password, `https://user:PASSWORD@host`.
@@ -19,10 +24,12 @@ before it is decoded (`redact_json_text`), so every field of every table (names,
 and what is derived from them (name ids) sees the redacted text. The text patterns are written
 once, in the syntax common to Python's `re` and RE2 (Arrow's regex engine): without lookaround,
 with ASCII classes. Values stop at a quote or backslash, so a replacement never crosses or
-breaks a JSON string. Keys inside event args are not looked at: that needs a regex pass over
+breaks a JSON string. An unquoted `NAME: value` is not looked for in events for the same
+reason as keys inside event args (most chunks hold a colon in a string, `evaluate_function:
+MulBackward0`, so no cheap scan rules it out). Keys inside event args are not looked at: that needs a regex pass over
 every byte of every chunk (0.45 s CPU for the 156 MB of events of a 254 MB trace, ~5% of its
-ingest), where the text rules need only scans for a character each requires (`=`, `@`, `--`:
-0.08 s), which few chunks of real traces hold.
+ingest), where the text rules need only scans for text each requires (`=`, `@`, `--`, a quote
+beside a colon, a scheme word: `_ANCHORS`), which few chunks of real traces hold.
 """
 
 import re
@@ -40,29 +47,70 @@ _WORD = (r"(?:token|secrets?|passw(?:or)?ds?|passphrase|credentials?|auth|author
 _STOP = r"\s'\",;&\\\x00-\x1f"
 # A value: not empty, not a comparison (==), not already redacted (<redacted>).
 _VALUE = r"[^=<" + _STOP + r"][^" + _STOP + r"]*"
+# A value after a colon: nor a C++ scope (`::`).
+_COLON_VALUE = r"[^:<" + _STOP + r"][^" + _STOP + r"]*"
 _FLAG = r"--[A-Za-z0-9_-]*" + _WORD
 _FLAG_VALUE = r"[^=<\-" + _STOP + r"][^" + _STOP + r"]*"  # a value, but not the next flag
 # A list item after a flag item: the whole JSON string, unless it is the next flag.
 _ITEM = r"[^<\"\\\x00-\x1f-][^\"\\\x00-\x1f]*"
 
+# A secret's name and what separates it from its value: `=` or `:`, spaces around it, the name
+# and the value in quotes (`HF_TOKEN = x`, `HF_TOKEN='x'`, `{'HF_TOKEN': 'x'}`). `quote` is `"` in
+# decoded text and `\"` in JSON text, where a quote inside a string is escaped.
+_NAME = r"\b([A-Za-z0-9_]*" + _WORD
+
+
+def _assign_rule(quote):
+    """`NAME=value`, spaced and quoted: the value after `=` (not a comparison, `==`)."""
+    opening = r"(?:'|" + quote + ")?"
+    return (r"(?i)" + _NAME + opening + r" *= *" + opening + ")(" + _VALUE + ")",
+            r"\1<redacted>")
+
+
+def _quoted_colon_rule(quote):
+    """`NAME: value` where a quote touches the colon (`'NAME': 'x'`, `"NAME": "x"` in a string,
+    `NAME: 'x'`): the only colon forms found in event text (see the module's docstring)."""
+    either = r"(?:'|" + quote + ")"
+    return (r"(?i)" + _NAME + r"(?:" + either + r" *: *" + either + r"?|: *" + either + "))("
+            + _COLON_VALUE + ")", r"\1<redacted>")
+
+
 # (pattern, replacement) in order: a URL inside a flag's value is redacted first.
 _URL_RULE = (r"(?i)([A-Za-z][A-Za-z0-9+.-]*://[^:@/" + _STOP + r"]*:)"
              r"([^<@/" + _STOP + r"][^@/" + _STOP + r"]*)@", r"\1<redacted>@")
 _FLAG_RULE = (r"(?i)(" + _FLAG + r")( +)(" + _FLAG_VALUE + ")", r"\1\2<redacted>")
-_ASSIGN_RULE = (r"(?i)\b([A-Za-z0-9_]*" + _WORD + r")=(" + _VALUE + ")", r"\1=<redacted>")
+# An HTTP credential, `Authorization: Bearer x`, wherever its scheme word is.
+_BEARER_RULE = (r"(?i)\b((?:bearer|basic) +)(" + _VALUE + ")", r"\1<redacted>")
+# `NAME: value` and `NAME:value` without quotes: decoded text (metadata) only.
+# Before _BEARER_RULE, which then finds its value taken: a scheme word is not the value.
+_COLON_RULE = (r"(?i)" + _NAME + r" *: *(?:(?:bearer|basic) +)?)(" + _COLON_VALUE + ")",
+               r"\1<redacted>")
 # Flag and value as items of a JSON array (a command line as argv): raw JSON text only.
 _FLAG_ITEM_RULE = (r"(?i)(" + _FLAG + r"\",\")(" + _ITEM + r")(\"[,\]])", r"\1<redacted>\3")
 
-TEXT_RULES = (_URL_RULE, _FLAG_RULE, _ASSIGN_RULE)
-JSON_TEXT_RULES = (_URL_RULE, _FLAG_ITEM_RULE, _FLAG_RULE, _ASSIGN_RULE)
-# Every match of a rule holds one of these; a chunk without them is left as it is.
-_ANCHORS = ("=", "@", "--")
+# The rules of events, as decoded text and as JSON text (the same matches), and of metadata.
+EVENT_TEXT_RULES = (_URL_RULE, _FLAG_RULE, _BEARER_RULE, _assign_rule('"'),
+                    _quoted_colon_rule('"'))
+TEXT_RULES = (_URL_RULE, _FLAG_RULE, _COLON_RULE) + EVENT_TEXT_RULES[2:]
+JSON_TEXT_RULES = (_URL_RULE, _FLAG_ITEM_RULE, _FLAG_RULE, _BEARER_RULE, _assign_rule(r'\\"'),
+                   _quoted_colon_rule(r'\\"'))
+# Every match of a rule of JSON_TEXT_RULES holds one of these; a chunk without them is left as
+# it is. Each costs one scan at memchr speed; a colon without a quote beside it is no anchor,
+# as most chunks hold one (`autograd::engine::evaluate_function: MulBackward0`).
+_ANCHORS = ("=", "@", "--", "':", "\\\":", ": '", ": \\\"", "earer ", "EARER ", "asic ",
+            "ASIC ")
 
 _SECRET_KEY = re.compile(r"(?i)" + _WORD + r"\Z", re.ASCII)
 _FLAG_AT_END = re.compile(r"(?i)" + _FLAG + r"\Z", re.ASCII)
 _WHOLE_ITEM = re.compile(_ITEM + r"\Z", re.ASCII)
-_PYTHON_RULES = [(re.compile(pattern, re.ASCII), replacement)
-                 for pattern, replacement in TEXT_RULES]
+
+
+def _compiled(rules):
+    return [(re.compile(pattern, re.ASCII), replacement) for pattern, replacement in rules]
+
+
+_PYTHON_RULES = _compiled(TEXT_RULES)
+_PYTHON_EVENT_RULES = _compiled(EVENT_TEXT_RULES)
 _EMPTY = (None, "", [], {}, REDACTED)
 _EMPTY_JSON = (b"null", b'""', b"[]", b"{}", b'"<redacted>"')
 _REDACTED_JSON = msgspec.Raw(b'"<redacted>"')
@@ -73,29 +121,30 @@ def secret_key(key):
     return _SECRET_KEY.search(str(key)) is not None
 
 
-def redact(value):
+def redact(value, as_event=False):
     """Return (redacted copy, number of values redacted) of a decoded JSON value. The text
-    rules apply to every string, keys included, as they do to the JSON text of events."""
+    rules apply to every string, keys included, as they do to the JSON text of events; with
+    `as_event`, only the rules of events (the JSON text of an event redacts as this does)."""
     if isinstance(value, dict):
         out, count = {}, 0
         for key, item in value.items():
-            name, found = redact_text(key)
+            name, found = redact_text(key, as_event)
             if secret_key(key) and item not in _EMPTY:
                 item, found = REDACTED, found + 1
             else:
-                item, inside = redact(item)
+                item, inside = redact(item, as_event)
                 found += inside
             out[name] = item
             count += found
         return out, count
     if isinstance(value, list):
-        return _redact_list(value)
+        return _redact_list(value, as_event)
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, as_event)
     return value, 0
 
 
-def _redact_list(items):
+def _redact_list(items, as_event):
     """Items redacted one by one, and the item after a flag item (["--token", "hf_..."]),
     unless that flag item was itself taken as a flag's value."""
     out, count, taken = [], 0, False
@@ -108,16 +157,17 @@ def _redact_list(items):
             taken = True
             continue
         taken = False
-        item, found = redact(item)
+        item, found = redact(item, as_event)
         out.append(item)
         count += found
     return out, count
 
 
-def redact_text(text):
-    """Return (text with its secrets redacted, number redacted)."""
+def redact_text(text, as_event=False):
+    """Return (text with its secrets redacted, number redacted); `as_event`: by the rules
+    of events only."""
     count = 0
-    for pattern, replacement in _PYTHON_RULES:
+    for pattern, replacement in _PYTHON_EVENT_RULES if as_event else _PYTHON_RULES:
         text, found = pattern.subn(replacement, text)
         count += found
     return text, count

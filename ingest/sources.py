@@ -46,15 +46,66 @@ def expand_inputs(patterns):
 
 def open_trace(path):
     """A binary stream of the JSON text, decompressing gzip by its magic bytes (not its name)."""
+    handle = _open(path)
+    if handle.peek(2)[:2] == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=handle, mode="rb")
+    return handle
+
+
+def _open(path):
     try:
-        handle = open(path, "rb")
+        return open(path, "rb")
     except OSError as error:
         raise TraceError(path, f"cannot open: {error.strerror}") from None
-    if handle.read(2) == _GZIP_MAGIC:
-        handle.seek(0)
-        return gzip.GzipFile(fileobj=handle, mode="rb")
-    handle.seek(0)
-    return handle
+
+
+class HashedTrace:
+    """A trace file read once, front to back, its bytes (as stored) hashed as they are read:
+    the sha256 is of the bytes parsed, not of the file as it is when hashed again. Use as a
+    context manager: `stream` is the JSON text, as from open_trace; `compressed` whether it
+    is gzip; `finish()`, once the JSON is read, hashes what is left (bytes after a gzip
+    stream) and returns (sha256 hex digest, bytes read)."""
+
+    def __init__(self, path):
+        self._handle = _open(path)
+        self._digest = hashlib.sha256()
+        self._size = 0
+        self.compressed = self._handle.peek(2)[:2] == _GZIP_MAGIC
+        self.stream = gzip.GzipFile(fileobj=self, mode="rb") if self.compressed else self
+
+    def read(self, size=-1):
+        data = self._handle.read(size)
+        self._digest.update(data)
+        self._size += len(data)
+        return data
+
+    def tell(self):
+        return self._handle.tell()
+
+    def finish(self):
+        while self.read(1 << 20):
+            pass
+        return self._digest.hexdigest(), self._size
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.compressed:
+            self.stream.close()
+        self._handle.close()
+
+
+def file_state(path):
+    """(size, mtime_ns, ctime_ns) of a file: what changes when it is written, in place or
+    replaced. Compared before a file is opened and after it is read, it tells a file written
+    meanwhile (a write in the same tick of a coarse file system clock aside: Linux stamps
+    with a fine clock once the times were read, as this does)."""
+    try:
+        state = os.stat(path)
+    except OSError as error:
+        raise TraceError(path, f"cannot read: {error.strerror}") from None
+    return state.st_size, state.st_mtime_ns, state.st_ctime_ns
 
 
 def json_size_limit(path, compressed, limit=None):
@@ -66,8 +117,8 @@ def json_size_limit(path, compressed, limit=None):
 
 
 def stored_position(stream):
-    """How far into the file as stored a stream from open_trace has read (for a gzipped file,
-    the compressed bytes consumed): progress against the file's size."""
+    """How far into the file as stored a stream from open_trace or HashedTrace has read (for
+    a gzipped file, the compressed bytes consumed): progress against the file's size."""
     return getattr(stream, "fileobj", stream).tell()
 
 

@@ -91,3 +91,28 @@ def test_generated_events(event_list, bare):
         assert sorted(kept) == list(range(len(event_list)))
         for index, event in enumerate(event_list):
             assert {k for k, v in event.items() if v is not None} <= kept[index] <= set(event)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.text(max_size=4), st.integers(), min_size=1, max_size=4),
+                min_size=1, max_size=5), st.data())
+def test_a_key_repeated_in_args_is_named(args_list, data):
+    """One event's args with a key written twice, wherever: the file fails, naming the event
+    and the key, and nothing is written (msgspec alone keeps the last value)."""
+    index = data.draw(st.integers(0, len(args_list) - 1))
+    key = data.draw(st.sampled_from(sorted(args_list[index])))
+    texts = []
+    for number, args in enumerate(args_list):
+        text = json.dumps(args)
+        if number == index:
+            text = text[:-1] + f", {json.dumps(key)}: 0}}"
+        texts.append(f'{{"ph": "i", "ts": {number}, "args": {text}}}')
+    document = ('{"traceEvents": [' + ", ".join(texts) + "]}").encode()
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "trace.json"
+        path.write_bytes(document)
+        catalog = Catalog(Path(directory) / "wh")
+        (outcome,) = ingest_paths(catalog, [path], IngestOptions(run="fuzz", jobs=1))
+        assert outcome.status == "failed"
+        assert outcome.error == f"{path}: event {index}: duplicate key {key!r} in the event"
+        assert list((Path(directory) / "wh").rglob("*.parquet")) == []

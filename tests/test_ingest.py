@@ -1,6 +1,7 @@
 """Ingesting real traces: every event lands in exactly one table, exactly, in every format."""
 
 import gzip
+import hashlib
 import json
 import re
 import shutil
@@ -436,15 +437,50 @@ def test_corruption_deep_in_a_chunked_file_names_its_byte(jobs, tracewh, tmp_pat
     ('{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "ts": 1, "ts": 5}]}',
      "event 1: duplicate key 'ts' in the event"),
     ('{"schemaVersion": 1, "schemaVersion": 2, "traceEvents": []}',
-     "duplicate key 'schemaVersion' in the trace's top-level object"),
+     "duplicate key 'schemaVersion' in the trace's top-level object at byte 21"),
     ('{"traceEvents": [], "traceName": "a", "traceName": "b"}',
-     "duplicate key 'traceName' in the trace's top-level object"),
+     "duplicate key 'traceName' in the trace's top-level object at byte 38"),
+    ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2},'
+     ' {"ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "args": {"External id": 1,'
+     ' "External id": 2}}]}',
+     "event 1: duplicate key 'External id' in the event"),
+    ('{"traceEvents": [{"ph": "i", "ts": 1, "args": {"a": {"b": 1, "b": 1}}}]}',
+     "event 0: duplicate key 'b' in the event"),
+    ('{"traceEvents": [{"ph": "i", "ts": 1}], "traceEvents": [{"ph": "i", "ts": 1}]}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 40"),
+    ('{"schemaVersion": 1, "traceEvents": [{"ph": "i", "ts": 1}], "traceEvents": []}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 60"),
+    ('{"traceEvents": [], "traceEvents": [{"ph": "i", "ts": 1}]}',
+     "duplicate key 'traceEvents' in the trace's top-level object at byte 20"),
 ])
 def test_duplicate_keys_are_refused(content, problem, tracewh, tmp_path, warehouse):
     path = tmp_path / "dup.json"
     path.write_text(content)
     result = tracewh("ingest", path, "--run", "r", expect=2)
-    assert problem in result.output and result.output.startswith(f"error: {path}: ")
+    error = result.output.splitlines()[0]
+    assert error.startswith(f"error: {path}: ") and problem in error
+    assert not list(warehouse.glob("*/run=*"))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_duplicates_deep_in_a_chunked_file_are_named(jobs, tracewh, tmp_path, warehouse,
+                                                     monkeypatch):
+    """A key repeated in the args of event 1500 of 2000, and traceEvents repeated after
+    events read in many blocks: each named, with the event index or the byte."""
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 4096)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 4096)
+    text = json.dumps({"traceEvents": hostile_kernels(2000)})
+    at = text.index('"k1500"')
+    path = tmp_path / "args.json"
+    path.write_text(text[:at] + '"k1500", "args": {"stream": 7, "stream": 8}' + text[at + 7:])
+    result = tracewh("ingest", path, "--run", "a", "--jobs", jobs, expect=2)
+    assert result.output.startswith(f"error: {path}: event 1500: duplicate key 'stream' in "
+                                    "the event\n")
+    path = tmp_path / "events.json"
+    path.write_text(text[:-1] + ', "traceEvents": []}')
+    result = tracewh("ingest", path, "--run", "e", "--jobs", jobs, expect=2)
+    assert result.output.startswith(f"error: {path}: duplicate key 'traceEvents' in the trace's "
+                                    f"top-level object at byte {len(text) + 1}\n")
     assert not list(warehouse.glob("*/run=*"))
 
 
@@ -509,3 +545,87 @@ def test_tags_on_an_unchanged_file_are_an_error_not_ignored(tracewh, sql):
         "tags\n")
     tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "r", "--tag", "git=def", "--replace")
     assert sql("SELECT tags FROM traces") == [{"tags": '{"git": "def"}'}]
+
+
+def test_negative_duration_is_refused_as_unknown(tracewh, sql, tmp_path):
+    """A kernel of a real trace given `"dur": -5`: its dur_ns is NULL, the -5 kept in extra,
+    the trace's warnings say so, and every figure is that of the same trace with the kernel's
+    dur missing (unknown), not 5,000 ns less."""
+    document = json.loads(gzip.decompress(
+        shared("param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json.gz").read_bytes()))
+    events = document["traceEvents"]
+    index = max((i for i, e in enumerate(events) if e.get("cat") == "kernel"),
+                key=lambda i: events[i]["dur"])
+    events[index]["dur"] = -5
+    (tmp_path / "negative").mkdir()
+    (tmp_path / "negative" / "trace.json").write_text(json.dumps(document))
+    del events[index]["dur"]
+    (tmp_path / "unknown").mkdir()
+    (tmp_path / "unknown" / "trace.json").write_text(json.dumps(document))
+    for run in ("negative", "unknown"):
+        tracewh("ingest", tmp_path / run / "trace.json", "--run", run)
+
+    def figures(run):
+        kernels = sql(f"SELECT short_name, count, total_ns FROM kernel_stats WHERE run = '{run}'"
+                      " ORDER BY ALL")
+        overlap = sql(f"SELECT comm_ns, compute_ns, overlap_ns FROM overlap WHERE run = '{run}'")
+        return kernels, overlap
+
+    assert figures("negative") == figures("unknown")
+    assert min(row["total_ns"] for row in figures("negative")[0]) >= 0
+    assert sql(f"SELECT dur_ns, extra FROM kernels WHERE event_index = {index} "
+               "AND run = 'negative'") == [{"dur_ns": None, "extra": '{"dur":-5}'}]
+    (warnings,) = sql("SELECT warnings FROM traces WHERE run = 'negative'")
+    assert "X events with a negative dur (dur_ns NULL, the dur kept in extra) (1)" \
+        in warnings["warnings"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_file_rewritten_while_it_is_read_fails(jobs, tracewh, sql, tmp_path, warehouse,
+                                                 monkeypatch):
+    """DeepSeek's trace, read in 256 KB blocks, rewritten in place (same size, one kernel's
+    dur changed) once the first block is read: the file fails with one line and nothing is
+    committed, so the original, ingested after, is ingested rather than `unchanged`."""
+    from tracewh.ingest.reader import TraceReader
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 256 << 10)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 256 << 10)
+    original = shared("deepseek-profile-data/train.json").read_bytes()
+    at = original.index(b'"dur": 1', len(original) * 2 // 3) + len(b'"dur": ')
+    rewritten = original[:at] + b"9" + original[at + 1:]
+    path = tmp_path / "train.json"
+    path.write_bytes(original)
+    read_block = TraceReader._read_block
+    blocks = []
+
+    def rewriting_read_block(self):
+        if len(blocks) == 1:
+            with open(path, "r+b") as handle:  # in place: same inode, same size
+                handle.write(rewritten)
+        blocks.append(1)
+        return read_block(self)
+
+    monkeypatch.setattr(TraceReader, "_read_block", rewriting_read_block)
+    result = tracewh("ingest", path, "--run", "torn", "--jobs", jobs, expect=2)
+    assert result.output.splitlines()[0] == \
+        f"error: {path}: the file changed while it was read"
+    assert len(blocks) > 2 and path.read_bytes() == rewritten
+    assert not list(warehouse.glob("*/run=*"))
+    monkeypatch.setattr(TraceReader, "_read_block", read_block)
+    path.write_bytes(original)
+    assert "1 file ingested" in tracewh("ingest", path, "--run", "torn", "--jobs", jobs).output
+
+
+@pytest.mark.parametrize("relative", ["deepseek-profile-data/train.json",
+                                      "param-dlrm-8rank/" + "worker0_step_12.1694128201545"
+                                      ".pt.trace.json.gz"])
+def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
+    """The sha256 stored is hashlib's of the file as stored (hashed as it is read, in many
+    blocks here), plain or gzipped, and its size the file's."""
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 64 << 10)
+    monkeypatch.setattr("tracewh.ingest.reader.FIRST_BLOCK_SIZE", 64 << 10)
+    monkeypatch.setattr("tracewh.ingest.pipeline.HASH_FIRST_LIMIT", 0)  # no hash beforehand
+    path = shared(relative)
+    tracewh("ingest", path, "--run", "h")
+    data = path.read_bytes()
+    assert sql("SELECT sha256, bytes FROM traces") == [
+        {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}]

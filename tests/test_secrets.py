@@ -95,6 +95,58 @@ def test_secrets_are_redacted_in_every_table_and_counted(tracewh, sql, warehouse
     assert other["name"] == "fetch https://u:<redacted>@host/x"
 
 
+# Each form of a secret's value (issue 42), {} standing for the secret; the first are redacted
+# in events too, the last in metadata only (see ingest/secrets.py: no cheap scan finds them).
+FORMS = ["HF_TOKEN='{}'", 'HF_TOKEN="{}"', 'python run.py HF_TOKEN="{}" --lr 0.1',
+         "{{'HF_TOKEN': '{}'}}", "HF_TOKEN = {}", "Authorization: Bearer {}",
+         '{{"api_key": "{}"}}', "db_password: '{}'"]
+METADATA_FORMS = ["db_password: {}", "GITHUB_TOKEN:{}", "Authorization: Basic {}"]
+NOT_SECRETS = ["TOKENIZERS_PARALLELISM=false", "num_tokens: 4096", "tiktoken==0.9.0",
+               "tiktoken == 0.9.0", "autograd::engine::evaluate_function: MulBackward0",
+               "c10::auth::token::x", "nccl:all_reduce"]
+
+
+def stored_strings(warehouse):
+    """Every string value of every Parquet file of the warehouse, decompressed by pyarrow."""
+    values = []
+    for path in warehouse.rglob("*.parquet"):
+        table = pq.read_table(path)
+        for column in table.itercolumns():
+            values += [str(v) for v in column.to_pylist() if v is not None]
+    return "\n".join(values)
+
+
+def test_every_form_of_a_secret_is_redacted_everywhere(tracewh, warehouse, tmp_path):
+    """Each form in an event's args and name and in the metadata (a key of its own and the
+    cmdline): no secret value in any string of any file; the look-alikes stay as they are."""
+    secret = iter(f"s3cr3t{number:02d}" for number in range(100))
+    events, metadata, expected = [], {}, []
+    for number, form in enumerate(FORMS + METADATA_FORMS):
+        places = ["metadata", "cmdline"] + (["args", "name"] if form in FORMS else [])
+        for place in places:
+            value = form.format(next(secret))
+            expected.append(value.split("{")[-1])
+            if place == "metadata":
+                metadata[f"note{number}"] = value
+            elif place == "cmdline":
+                metadata["cmdline"] = f"{metadata.get('cmdline', 'train.py')} {value}"
+            else:
+                events.append({"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1,
+                               "ts": len(events), "dur": 1,
+                               "name": value if place == "name" else "aten::mm",
+                               "args": {"note": value if place == "args" else "x"}})
+    events.append({"ph": "X", "cat": "cpu_op", "name": " ".join(NOT_SECRETS), "pid": 1,
+                   "tid": 1, "ts": 99, "dur": 1, "args": {"safe": NOT_SECRETS}})
+    path = tmp_path / "forms.json"
+    path.write_text(json.dumps({"schemaVersion": 1, **metadata, "safe": NOT_SECRETS,
+                                "traceEvents": events}))
+    tracewh("ingest", path, "--run", "forms")
+    stored = stored_strings(warehouse)
+    assert "s3cr3t" not in stored
+    assert stored.count("<redacted>") >= len(expected)
+    assert all(text in stored for text in NOT_SECRETS)
+
+
 def test_keep_secrets_keeps_them(tracewh, sql, warehouse, tmp_path):
     tracewh("ingest", write_trace(tmp_path / "secret.json"), "--run", "k", "--keep-secrets")
     (trace,) = sql("SELECT metadata, secrets_redacted FROM traces")
@@ -174,7 +226,7 @@ def test_json_text_redaction_is_the_decoded_redaction(value):
     changes, whatever the escapes; and a second pass finds nothing."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
     redacted, count = redact_json_text(text)
-    expected, expected_count = redact(value)
+    expected, expected_count = redact(value, as_event=True)
     assert json.loads(redacted) == expected
     assert count == expected_count
     assert (redacted == text) == (count == 0)

@@ -235,6 +235,45 @@ def bench_ingest(trace, warehouse, previous):
               f"with the refresh {ingest_s / before_s:.2f}x")
 
 
+# The decode alone on one core (pinned), over the trace's chunks as the ingest cuts and compacts
+# them: the native core, the core with the tables' assembly, and the Python reference.
+DECODE = """import os, msgspec
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from tracewh.ingest import _decode
+from tracewh.ingest.decoder import normalize_native
+from tracewh.ingest.normalize import normalize_chunk
+from tracewh.ingest.reader import TraceReader
+path = sys.argv[1]
+with open(path, 'rb') as f:
+    chunks = [msgspec.json.format(c.load(path), indent=-1) for c in TraceReader(f, path).chunks()]
+for name, decode in (('core', _decode.decode_events),
+                     ('native', lambda c: normalize_native(c, 't', 0)),
+                     ('reference', lambda c: normalize_chunk(c, 't', 0))):
+    best = None
+    for _ in range(2):
+        began = time.perf_counter()
+        for chunk in chunks:
+            decode(chunk)
+        spent = time.perf_counter() - began
+        best = spent if best is None else min(best, spent)
+    print(name, best)
+"""
+
+
+def bench_decode(trace):
+    size = trace.stat().st_size
+    print(f"\n== decode on one core: {trace.name}, chunks as the ingest cuts and compacts them, "
+          "best of 2 ==")
+    times = {name: float(seconds) for name, seconds in
+             (line.split() for line in _run(DECODE, (trace,), ROOT)[:-1])}
+    for name, label in (("core", "native core alone"), ("native", "native, tables built"),
+                        ("reference", "Python reference")):
+        print(f"{label:24} {rate(size, times[name])}")
+    print(f"native / reference = {times['native'] / times['reference']:.2f}; the core alone "
+          f"{size / 1e6 / times['core']:.0f} MB/s (goal >= 400; simdjson visiting every field: "
+          "~600)")
+
+
 # timed over the tables, not read from the marts (which hold overlap and kernel_stats)
 VIEWS_OVER_64_RANKS = ("overlap", "kernel_stats", "memory_peaks", "step_bottleneck",
                        "collective_instances", "op_stats")
@@ -406,6 +445,7 @@ def main():
         previous = previous_release(directory)
         try:
             bench_ingest(trace, warehouse, previous)
+            bench_decode(trace)
         finally:
             if previous is not None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",

@@ -88,11 +88,11 @@ def test_python_decoder_forced(monkeypatch):
 
 
 @st.composite
-def number_texts(draw):
+def number_texts(draw, largest=10**24):
     """A JSON number as text: integers small and huge, 0-9 decimals, exponents, signs."""
     sign = draw(st.sampled_from(["", "", "-"]))
     whole = draw(st.one_of(st.just("0"), st.integers(1, 10**6).map(str),
-                           st.integers(1, 10**24).map(str)))
+                           st.integers(1, largest).map(str)))
     decimals = draw(st.integers(0, 9))
     fraction = "." + "".join(draw(st.lists(st.sampled_from("0123456789"),
                                            min_size=decimals, max_size=decimals))) \
@@ -184,7 +184,7 @@ def test_generated_events_decode_as_the_reference(texts, first_event):
 
 
 # Args values of the kinds real traces hold: 64-bit integers, decimals, strings and lists.
-USUAL_VALUES = st.one_of(st.integers(-(2**63), 2**63 - 1).map(str),
+USUAL_VALUES = st.one_of(st.integers(-(2**63), 2**63 - 1).map(str), number_texts(10**12),
                          st.decimals(-10**6, 10**6, allow_nan=False, places=4).map(str), strings,
                          st.sampled_from(["[]", "[1,2,3]", "[128,1,1]", '["a",[1]]', "null"]))
 
@@ -197,13 +197,13 @@ def usual_events(draw):
     pairs = [('"ph"', '"X"'), ('"cat"', json.dumps(category)), ('"name"', draw(strings)),
              ('"pid"', draw(st.one_of(st.integers(0, 2**31).map(str), strings))),
              ('"tid"', draw(st.one_of(st.integers(0, 2**40).map(str), strings))),
-             ('"ts"', draw(st.one_of(st.integers(0, 2**50).map(str),
+             ('"ts"', draw(st.one_of(st.integers(0, 2**50).map(str), number_texts(10**12),
                                      st.decimals(0, 10**12, places=3).map(str)))),
-             ('"dur"', draw(st.integers(0, 10**6).map(str))), ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
+             ('"dur"', draw(st.one_of(st.integers(0, 10**6).map(str), number_texts(10**6)))), ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
     return _object(pairs)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(usual_events(), min_size=1, max_size=8))
 def test_usual_events_are_taken_natively(texts):
     data = ("[" + ",".join(texts) + "]").encode()

@@ -37,15 +37,14 @@ pub const DIMENSION_ARGS: [&str; 2] = ["grid", "block"];
 const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
 const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
 
-/// Event keys read natively: text fields, ids, times, and args.
-const TEXT_KEYS: [&str; 5] = ["ph", "cat", "name", "bp", "s"];
-const ID_KEYS: [&str; 3] = ["pid", "tid", "id"];
+/// Event keys read natively (see `slot_of`): text fields (ph, cat, name, bp, s), ids (pid,
+/// tid, id), times (ts, dur), and args.
 
 #[derive(Default)]
 pub struct Events {
     pub count: usize,
-    pub text: [StrColumn; 5],         // TEXT_KEYS
-    pub ids: [StrColumn; 3],          // ID_KEYS, as text
+    pub text: [StrColumn; 5],         // ph, cat, name, bp, s
+    pub ids: [StrColumn; 3],          // pid, tid, id, as text
     pub id_numbers: [Column<i64>; 2], // pid and tid when they are integers
     pub ts_ns: Column<i64>,
     pub dur_ns: Column<i64>,
@@ -62,6 +61,7 @@ pub fn decode(data: &[u8]) -> Res<Events> {
     }
     let mut cursor = Cursor::new(data);
     let mut events = Events::default();
+    events.args.data.reserve(data.len() / 2); // args are most of a trace's bytes
     let mut members = Vec::new();
     cursor.expect(b'[')?;
     if !cursor.accept(b']') {
@@ -209,22 +209,26 @@ impl Events {
     /// object; none for another value).
     fn args_fields(&mut self, start: usize, members: &[Member]) -> Res<()> {
         let text = &self.args.data[start..];
-        let value = |key: &str| {
-            members.iter().find(|m| m.0 == key.as_bytes())
-                .map(|&(_, from, to)| &text[from - start..to - start])
-        };
-        for (column, &(key, low, high)) in self.int_args.iter_mut().zip(&INT_ARGS) {
-            column.push(value(key).and_then(integer).filter(|n| (low..=high).contains(n))
+        let mut found: [Option<&[u8]>; 16] = [None; 16];
+        for &(key, from, to) in members {
+            if let Some(field) = arg_field(key) {
+                found[field] = Some(&text[from - start..to - start]);
+            }
+        }
+        let (ints, rest) = found.split_at(INT_ARGS.len());
+        let (floats, dimensions_found) = rest.split_at(FLOAT_ARGS.len());
+        for ((column, &(_, low, high)), value) in self.int_args.iter_mut().zip(&INT_ARGS).zip(ints) {
+            column.push(value.and_then(integer).filter(|n| (low..=high).contains(n))
                 .map(|n| n as i64));
         }
-        for (column, key) in self.float_args.iter_mut().zip(FLOAT_ARGS) {
-            column.push(match value(key) {
+        for (column, value) in self.float_args.iter_mut().zip(floats) {
+            column.push(match value {
                 Some(text) => float(text)?,
                 None => None,
             });
         }
-        for (columns, key) in self.dimensions.iter_mut().zip(DIMENSION_ARGS) {
-            let items = value(key).and_then(dimensions).unwrap_or_default();
+        for (columns, value) in self.dimensions.iter_mut().zip(dimensions_found) {
+            let items = value.and_then(dimensions).unwrap_or_default();
             for (axis, column) in columns.iter_mut().enumerate() {
                 column.push(items.get(axis).copied());
             }
@@ -234,8 +238,26 @@ impl Events {
 }
 
 fn slot_of(key: &[u8]) -> Res<usize> {
-    let keys = TEXT_KEYS.iter().chain(&ID_KEYS).chain(&["ts", "dur", "args"]);
-    keys.into_iter().position(|k| k.as_bytes() == key).ok_or(Unsupported)
+    Ok(match key {
+        b"ph" => 0,
+        b"cat" => 1,
+        b"name" => 2,
+        b"bp" => 3,
+        b"s" => 4,
+        b"pid" => 5,
+        b"tid" => 6,
+        b"id" => 7,
+        b"ts" => 8,
+        b"dur" => 9,
+        b"args" => 10,
+        _ => return Err(Unsupported),
+    })
+}
+
+/// The args field a key is (its index in INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS).
+fn arg_field(key: &[u8]) -> Option<usize> {
+    let keys = INT_ARGS.iter().map(|field| field.0).chain(FLOAT_ARGS).chain(DIMENSION_ARGS);
+    keys.into_iter().position(|k| k.as_bytes() == key)
 }
 
 fn time_value(cursor: &mut Cursor) -> Res<Option<i64>> {

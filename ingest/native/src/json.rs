@@ -20,6 +20,19 @@ pub struct Cursor<'a> {
     pub pos: usize,
 }
 
+/// The bytes a string's plain run stops at: a quote, a backslash, a control character.
+const STRING_STOP: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// A value's place in a compact copy: (key as written, start, end in the copy).
 pub type Member<'a> = (&'a [u8], usize, usize);
 
@@ -70,6 +83,9 @@ impl<'a> Cursor<'a> {
         let mut at = start;
         let mut escaped = false;
         loop {
+            while at < self.buf.len() && !STRING_STOP[self.buf[at] as usize] {
+                at += 1;
+            }
             match self.buf.get(at) {
                 None => return Err(Unsupported),
                 Some(b'"') => break,
@@ -77,8 +93,7 @@ impl<'a> Cursor<'a> {
                     escaped = true;
                     at = check_escape(self.buf, at)?;
                 }
-                Some(&byte) if byte < 0x20 => return Err(Unsupported),
-                Some(_) => at += 1,
+                Some(_) => return Err(Unsupported), // a raw control character
             }
         }
         self.pos = at + 1;

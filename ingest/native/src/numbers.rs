@@ -7,6 +7,10 @@ use crate::json::{Res, Unsupported};
 /// digits past the third decimal truncated toward zero. Beyond the signed 64-bit range, or an
 /// exponent too large to be worth reading, is unsupported (the reference names the event).
 pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
+    if text.len() <= 15 && text.iter().all(u8::is_ascii_digit) {
+        // The usual case, older Kineto's integer microseconds: no sign, fraction or exponent.
+        return Ok(text.iter().fold(0, |n, &d| n * 10 + (d - b'0') as i64) * 1000);
+    }
     let (negative, body) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
@@ -26,19 +30,21 @@ pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
         Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
         None => (mantissa, &b""[..]),
     };
-    // The value is digits x 10^shift nanoseconds, digits being whole and fraction together.
+    // The value is digits x 10^shift nanoseconds, digits being whole and fraction together,
+    // of which `kept` remain after truncation.
     let shift = exponent - fraction.len() as i64 + 3;
-    let digits = whole.iter().chain(fraction.iter()).skip_while(|&&b| b == b'0');
-    let significant: Vec<u8> = digits.copied().collect();
-    let kept = significant.len() as i64 + shift.min(0); // digits left after truncation
-    if significant.is_empty() || kept <= 0 {
+    let zeros = whole.iter().chain(fraction).take_while(|&&b| b == b'0').count();
+    let significant = whole.len() + fraction.len() - zeros;
+    let digits = whole.iter().chain(fraction).skip(zeros);
+    let kept = significant as i64 + shift.min(0);
+    if significant == 0 || kept <= 0 {
         return Ok(0);
     }
     if kept + shift.max(0) > 20 {
         return Err(Unsupported); // at least 10^20 ns: beyond 64 bits
     }
     let mut value: i128 = 0;
-    for &digit in &significant[..kept as usize] {
+    for &digit in digits.take(kept as usize) {
         value = value * 10 + (digit - b'0') as i128;
     }
     for _ in 0..shift.max(0) {

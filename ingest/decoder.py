@@ -16,6 +16,7 @@ TRACEWH_DECODER=python forces the reference everywhere.
 import os
 from collections import Counter
 
+import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -56,18 +57,27 @@ def native_available():
 
 
 def normalize(data, trace_id, first_event=0, redact_secrets=False):
-    """`normalize_chunk`'s result for the chunk's compact JSON bytes, from the native core
-    when it is available and reproduces the chunk, else from the reference."""
+    """`normalize_chunk`'s result for a chunk's JSON array of events as read (whitespace and
+    all): from the native core when it is available and reproduces the chunk, else from the
+    reference, which reads the array compacted (msgspec's `json.format`).
+
+    The core reads whitespace itself and writes args compact, so it needs no compaction pass;
+    nor does redaction, whose rules match inside strings, except the one for a flag and its
+    value as items of a list (`"--token","VALUE"`), which needs the items' separator compact:
+    a chunk holding `--` is compacted first."""
     if native_available():
         secrets = 0
         text = data
         if redact_secrets:  # over the text, as the reference does before it decodes
-            text, secrets = redact_json_text(bytes(data))
+            if b"--" in data:
+                text = msgspec.json.format(data, indent=-1)
+            text, secrets = redact_json_text(bytes(text))
         result = normalize_native(text, trace_id, first_event)
         if result is not None:
             result.secrets = secrets
             return result
-    return normalize_chunk(data, trace_id, first_event, redact_secrets)
+    return normalize_chunk(msgspec.json.format(data, indent=-1), trace_id, first_event,
+                           redact_secrets)
 
 
 def normalize_native(data, trace_id, first_event=0):

@@ -109,8 +109,7 @@ def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secret
     `reader`)."""
     data = chunk.load(path)
     try:
-        result = normalize(msgspec.json.format(data, indent=-1), trace_id, chunk.first_event,
-                           redact_secrets)
+        result = normalize(data, trace_id, chunk.first_event, redact_secrets)
     except EventProblem as problem:
         raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
     except msgspec.ValidationError as error:

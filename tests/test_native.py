@@ -27,11 +27,13 @@ TRACES = sorted([*(ROOT / "tests" / "data").rglob("*.json*"),
 
 
 def _events_text(path):
-    """The trace's traceEvents as the pipeline hands them to a decoder: compact JSON."""
+    """The trace's traceEvents array as written (whitespace and all)."""
     raw = (gzip.open if path.suffix == ".gz" else open)(path, "rb").read()
-    document = msgspec.json.decode(msgspec.json.format(raw, indent=-1),
-                                   type=dict[str, msgspec.Raw])
-    return bytes(document["traceEvents"])
+    return bytes(msgspec.json.decode(raw, type=dict[str, msgspec.Raw])["traceEvents"])
+
+
+def _compact(data):
+    return msgspec.json.format(data, indent=-1)
 
 
 def _reference(data, first_event=0, redact_secrets=False):
@@ -62,13 +64,26 @@ def test_the_core_is_built():
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: str(p.relative_to(p.parents[2])))
 def test_real_traces_decode_natively_as_the_reference(path):
     """Every real trace is within what the core reproduces (none falls back), and its
-    tables equal the reference's column for column; with redaction too."""
+    tables, from the events as written, equal the reference's from them compacted, column
+    for column; with redaction too."""
     data = _events_text(path)
     native = normalize_native(data, "t", 7)
     assert native is not None, "a real trace fell back to the reference"
-    assert_same(native, normalize_chunk(data, "t", 7))
+    assert_same(native, normalize_chunk(_compact(data), "t", 7))
     assert_same(normalize(data, "t", 7, redact_secrets=True),
-                normalize_chunk(data, "t", 7, redact_secrets=True))
+                normalize_chunk(_compact(data), "t", 7, redact_secrets=True))
+
+
+def test_redaction_of_a_flag_and_its_value_as_list_items_in_text_as_written():
+    """The one redaction rule that spans JSON tokens, `"--token", "VALUE"` as items of an argv
+    list, finds them with whitespace between the items too (the core reads the text as
+    written, and compacts a chunk holding `--` for that rule)."""
+    data = b'[ {"ph": "i", "ts": 1, "args": {"argv": ["run", "--hf-token", "hf_abc"]}} ]'
+    result = normalize(data, "t", redact_secrets=True)
+    assert result.secrets == 1
+    assert result.tables["instants"]["args"].to_pylist() == [
+        '{"argv":["run","--hf-token","<redacted>"]}']
+    assert_same(result, normalize_chunk(_compact(data), "t", redact_secrets=True))
 
 
 def test_the_real_traces_are_there():
@@ -167,13 +182,16 @@ def events(draw):
 
 
 def _check(data, first_event=0):
-    """The native result equals the reference's, or the native path declined."""
+    """The native result equals the reference's, or the native path declined; from the
+    text pretty-printed too (when it is JSON), as written traces are."""
     reference = _reference(data, first_event)
     native = normalize_native(data, "t", first_event)
     if isinstance(reference, Exception):
         assert native is None, f"the reference refuses this chunk ({reference!r})"
     elif native is not None:
         assert_same(native, reference)
+        assert_same(normalize_native(msgspec.json.format(data, indent=2), "t", first_event),
+                    reference)
     return native is not None
 
 

@@ -39,6 +39,11 @@ impl Default for StrColumn {
 }
 
 impl StrColumn {
+    pub fn reserve(&mut self, rows: usize) {
+        self.offsets.reserve(rows);
+        self.validity.bits.reserve(rows / 8 + 1);
+    }
+
     /// End the current row: its bytes are what was appended to `data` since the last row.
     pub fn close(&mut self, valid: bool) -> Option<()> {
         let end = i32::try_from(self.data.len()).ok()?;
@@ -61,6 +66,11 @@ impl<T: Default> Default for Column<T> {
 }
 
 impl<T: Default + Copy> Column<T> {
+    pub fn reserve(&mut self, rows: usize) {
+        self.values.reserve(rows);
+        self.validity.bits.reserve(rows / 8 + 1);
+    }
+
     pub fn push(&mut self, value: Option<T>) {
         self.values.push(value.unwrap_or_default());
         self.validity.push(value.is_some());

@@ -8,8 +8,6 @@
 //! unless it is metadata (ph M), ending within the 64-bit nanosecond range. Anything else
 //! makes the whole chunk `Unsupported`, for the reference to decode.
 
-use std::io::Write;
-
 use crate::columns::{Column, StrColumn};
 use crate::json::{unescape, Cursor, Member, Res, Unsupported};
 use crate::numbers::{integer, micros_to_ns};
@@ -61,7 +59,7 @@ pub fn decode(data: &[u8]) -> Res<Events> {
     }
     let mut cursor = Cursor::new(data);
     let mut events = Events::default();
-    events.args.data.reserve(data.len() / 2); // args are most of a trace's bytes
+    events.reserve(data.len());
     let mut members = Vec::new();
     cursor.expect(b'[')?;
     if !cursor.accept(b']') {
@@ -81,6 +79,18 @@ pub fn decode(data: &[u8]) -> Res<Events> {
 }
 
 impl Events {
+    /// Room for the events of `bytes` of JSON, as real traces hold them (~170 bytes an event,
+    /// args half of it), so the columns seldom grow (each growth copies a column).
+    fn reserve(&mut self, bytes: usize) {
+        let rows = bytes / 128;
+        self.args.data.reserve(bytes / 2);
+        self.text.iter_mut().chain(&mut self.ids).chain([&mut self.args]).for_each(|c| c.reserve(rows));
+        self.id_numbers.iter_mut().chain([&mut self.ts_ns, &mut self.dur_ns])
+            .chain(&mut self.int_args).chain(self.dimensions.iter_mut().flatten())
+            .for_each(|c| c.reserve(rows));
+        self.float_args.iter_mut().for_each(|c| c.reserve(rows));
+    }
+
     fn event<'a>(&mut self, cursor: &mut Cursor<'a>, members: &mut Vec<Member<'a>>) -> Res<()> {
         cursor.expect(b'{')?;
         let mut seen = [false; 11]; // TEXT_KEYS, ID_KEYS, ts, dur, args
@@ -187,7 +197,9 @@ impl Events {
             return Err(Unsupported); // a float id: the reference keeps it in extra
         }
         let number = integer(text).and_then(|n| i64::try_from(n).ok()).ok_or(Unsupported)?;
-        write!(column.data, "{number}").map_err(|_| Unsupported)?;
+        // An integer's JSON text is its decimal text (JSON has no leading zeros or plus), but
+        // for -0.
+        column.data.extend_from_slice(if text == b"-0" { b"0" } else { text });
         Ok(Some(Some(number)))
     }
 

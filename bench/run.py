@@ -235,21 +235,22 @@ def bench_ingest(trace, warehouse, previous):
               f"with the refresh {ingest_s / before_s:.2f}x")
 
 
-# The decode alone on one core (pinned), over the trace's chunks as the ingest cuts and compacts
-# them: the native core, the core with the tables' assembly, and the Python reference. CPU time
-# (the process's): other processes on the shared machine do not count in it.
+# The decode alone on one core (pinned), over the trace's chunks as the ingest reads them and
+# with its default redaction: the native core alone, the native path (core and tables), and
+# the Python reference (with the compaction it needs). CPU time (the process's): other
+# processes on the shared machine do not count in it.
 DECODE = """import os, msgspec
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-from tracewh.ingest import _decode
-from tracewh.ingest.decoder import normalize_native
+from tracewh.ingest import _decode, decoder
 from tracewh.ingest.normalize import normalize_chunk
 from tracewh.ingest.reader import TraceReader
 path = sys.argv[1]
 with open(path, 'rb') as f:
-    chunks = [msgspec.json.format(c.load(path), indent=-1) for c in TraceReader(f, path).chunks()]
+    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
 for name, decode in (('core', _decode.decode_events),
-                     ('native', lambda c: normalize_native(c, 't', 0)),
-                     ('reference', lambda c: normalize_chunk(c, 't', 0))):
+                     ('native', lambda c: decoder.normalize(c, 't', 0, True)),
+                     ('reference', lambda c: normalize_chunk(msgspec.json.format(c, indent=-1),
+                                                             't', 0, True))):
     best = None
     for _ in range(2):
         began = time.process_time()
@@ -263,8 +264,8 @@ for name, decode in (('core', _decode.decode_events),
 
 def bench_decode(trace):
     size = trace.stat().st_size
-    print(f"\n== decode on one core: {trace.name}, chunks as the ingest cuts and compacts them, "
-          "best of 2, CPU time ==")
+    print(f"\n== decode on one core: {trace.name}, its chunks as the ingest reads them, best of 2, "
+          "CPU time ==")
     times = {name: float(seconds) for name, seconds in
              (line.split() for line in _run(DECODE, (trace,), ROOT)[:-1])}
     for name, label in (("core", "native core alone"), ("native", "native, tables built"),

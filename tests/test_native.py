@@ -8,6 +8,8 @@ returns must agree with the reference."""
 
 import gzip
 import json
+import threading
+import time
 from pathlib import Path
 
 import msgspec
@@ -97,6 +99,30 @@ def test_python_decoder_forced(monkeypatch):
     assert not decoder.native_available()
     result = normalize(b'[{"ph":"X","cat":"kernel","ts":1,"dur":2}]', "t")
     assert result.tables["kernels"]["dur_ns"].to_pylist() == [2000]
+
+
+def test_the_gil_is_released_while_the_core_decodes():
+    """Another thread runs while the core reads a chunk (what threads inside the ingest will
+    build on): with the GIL held it could not, between the call's start and end."""
+    chunk = _events_text(TRACES[-1] if SHARED.exists() else TRACES[0])
+    data = b"[" + b",".join([chunk[1:-1]] * max(1, (8 << 20) // len(chunk))) + b"]"
+    ticks, started, done = [], threading.Event(), threading.Event()
+
+    def spin():
+        started.set()
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    started.wait()
+    began = time.perf_counter()
+    assert decoder._decode.decode_events(data) is not None
+    ended = time.perf_counter()
+    done.set()
+    thread.join()
+    margin = (ended - began) / 10
+    assert any(began + margin < tick < ended - margin for tick in ticks)
 
 
 # -- generated events --------------------------------------------------------------------------

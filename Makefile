@@ -60,4 +60,4 @@ bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE)
+	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE) ingest/native/target ingest/_decode*.so

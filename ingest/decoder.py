@@ -6,9 +6,10 @@ assembled here from those columns by Arrow kernels, with the reference's own rou
 column rules (`normalize`). The core declines a chunk (returns None) whenever it holds
 something it does not reproduce exactly: keys or value types the fast path does not model
 (kept in `extra` by the reference), duplicate keys, escapes in keys, invalid UTF-8, malformed
-JSON, a missing ph or ts, times beyond 64 bits. Such a chunk, and a table needing `extra`, is
-decoded by the reference, which gives the exact result or the exact error. So the native path
-can only be faster, never different: tests/test_native.py checks it against the reference.
+JSON, a missing ph or ts, times beyond 64 bits, a negative dur. Such a chunk, and a table
+needing `extra`, is decoded by the reference, which gives the exact result or the exact error.
+So the native path is to be faster, never different: tests/test_native.py checks it against
+the reference.
 
 TRACEWH_DECODER=python forces the reference everywhere.
 """

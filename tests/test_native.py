@@ -129,9 +129,9 @@ def test_the_gil_is_released_while_the_core_decodes():
 
 
 @st.composite
-def number_texts(draw, largest=10**24):
+def number_texts(draw, largest=10**24, signs=("", "", "-")):
     """A JSON number as text: integers small and huge, 0-9 decimals, exponents, signs."""
-    sign = draw(st.sampled_from(["", "", "-"]))
+    sign = draw(st.sampled_from(signs))
     whole = draw(st.one_of(st.just("0"), st.integers(1, 10**6).map(str),
                            st.integers(1, largest).map(str)))
     decimals = draw(st.integers(0, 9))
@@ -243,13 +243,15 @@ def usual_events(draw):
              ('"tid"', draw(st.one_of(st.integers(0, 2**40).map(str), strings))),
              ('"ts"', draw(st.one_of(st.integers(0, 2**50).map(str), number_texts(10**12),
                                      st.decimals(0, 10**12, places=3).map(str)))),
-             ('"dur"', draw(st.one_of(st.integers(0, 10**6).map(str), number_texts(10**6)))), ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
+             ('"dur"', draw(st.one_of(st.integers(0, 10**6).map(str),
+                                      number_texts(10**6, signs=("",))))), ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
     return _object(pairs)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(usual_events(), min_size=1, max_size=8))
 def test_usual_events_are_taken_natively(texts):
+    """(A negative dur, whose rule the reference is changing, is left to it: see decode.rs.)"""
     data = ("[" + ",".join(texts) + "]").encode()
     if not _check(data):  # declined only what the reference refuses
         assert isinstance(_reference(data), Exception)

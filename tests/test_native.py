@@ -244,7 +244,8 @@ def usual_events(draw):
              ('"ts"', draw(st.one_of(st.integers(0, 2**50).map(str), number_texts(10**12),
                                      st.decimals(0, 10**12, places=3).map(str)))),
              ('"dur"', draw(st.one_of(st.integers(0, 10**6).map(str),
-                                      number_texts(10**6, signs=("",))))), ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
+                                      number_texts(10**6, signs=("",))))),
+             ('"args"', draw(args_texts(repeats=False, values=USUAL_VALUES)))]
     return _object(pairs)
 
 

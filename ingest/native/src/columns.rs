@@ -34,7 +34,11 @@ pub struct StrColumn {
 
 impl Default for StrColumn {
     fn default() -> Self {
-        StrColumn { offsets: vec![0], data: Vec::new(), validity: Validity::default() }
+        StrColumn {
+            offsets: vec![0],
+            data: Vec::new(),
+            validity: Validity::default(),
+        }
     }
 }
 
@@ -61,7 +65,10 @@ pub struct Column<T> {
 
 impl<T: Default> Default for Column<T> {
     fn default() -> Self {
-        Column { values: Vec::new(), validity: Validity::default() }
+        Column {
+            values: Vec::new(),
+            validity: Validity::default(),
+        }
     }
 }
 

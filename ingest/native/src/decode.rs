@@ -27,8 +27,12 @@ pub const INT_ARGS: [(&str, i128, i128); 10] = [
     ("cbid", I32.0, I32.1),
 ];
 /// Float args fields: any number (an integer too) read as a double.
-pub const FLOAT_ARGS: [&str; 4] =
-    ["blocks per SM", "warps per SM", "est. achieved occupancy %", "memory bandwidth (GB/s)"];
+pub const FLOAT_ARGS: [&str; 4] = [
+    "blocks per SM",
+    "warps per SM",
+    "est. achieved occupancy %",
+    "memory bandwidth (GB/s)",
+];
 /// Dimension args fields: a list of Int32, whose first three items are x, y and z.
 pub const DIMENSION_ARGS: [&str; 2] = ["grid", "block"];
 
@@ -84,9 +88,16 @@ impl Events {
     fn reserve(&mut self, bytes: usize) {
         let rows = bytes / 128;
         self.args.data.reserve(bytes / 2);
-        self.text.iter_mut().chain(&mut self.ids).chain([&mut self.args]).for_each(|c| c.reserve(rows));
-        self.id_numbers.iter_mut().chain([&mut self.ts_ns, &mut self.dur_ns])
-            .chain(&mut self.int_args).chain(self.dimensions.iter_mut().flatten())
+        self.text
+            .iter_mut()
+            .chain(&mut self.ids)
+            .chain([&mut self.args])
+            .for_each(|c| c.reserve(rows));
+        self.id_numbers
+            .iter_mut()
+            .chain([&mut self.ts_ns, &mut self.dur_ns])
+            .chain(&mut self.int_args)
+            .chain(self.dimensions.iter_mut().flatten())
             .for_each(|c| c.reserve(rows));
         self.float_args.iter_mut().for_each(|c| c.reserve(rows));
     }
@@ -201,10 +212,14 @@ impl Events {
         if !is_integer {
             return Err(Unsupported); // a float id: the reference keeps it in extra
         }
-        let number = integer(text).and_then(|n| i64::try_from(n).ok()).ok_or(Unsupported)?;
+        let number = integer(text)
+            .and_then(|n| i64::try_from(n).ok())
+            .ok_or(Unsupported)?;
         // An integer's JSON text is its decimal text (JSON has no leading zeros or plus), but
         // for -0.
-        column.data.extend_from_slice(if text == b"-0" { b"0" } else { text });
+        column
+            .data
+            .extend_from_slice(if text == b"-0" { b"0" } else { text });
         Ok(Some(Some(number)))
     }
 
@@ -234,9 +249,14 @@ impl Events {
         }
         let (ints, rest) = found.split_at(INT_ARGS.len());
         let (floats, dimensions_found) = rest.split_at(FLOAT_ARGS.len());
-        for ((column, &(_, low, high)), value) in self.int_args.iter_mut().zip(&INT_ARGS).zip(ints) {
-            column.push(value.and_then(integer).filter(|n| (low..=high).contains(n))
-                .map(|n| n as i64));
+        for ((column, &(_, low, high)), value) in self.int_args.iter_mut().zip(&INT_ARGS).zip(ints)
+        {
+            column.push(
+                value
+                    .and_then(integer)
+                    .filter(|n| (low..=high).contains(n))
+                    .map(|n| n as i64),
+            );
         }
         for (column, value) in self.float_args.iter_mut().zip(floats) {
             column.push(match value {
@@ -273,7 +293,11 @@ fn slot_of(key: &[u8]) -> Res<usize> {
 
 /// The args field a key is (its index in INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS).
 fn arg_field(key: &[u8]) -> Option<usize> {
-    let keys = INT_ARGS.iter().map(|field| field.0).chain(FLOAT_ARGS).chain(DIMENSION_ARGS);
+    let keys = INT_ARGS
+        .iter()
+        .map(|field| field.0)
+        .chain(FLOAT_ARGS)
+        .chain(DIMENSION_ARGS);
     keys.into_iter().position(|k| k.as_bytes() == key)
 }
 
@@ -298,8 +322,15 @@ fn float(text: &[u8]) -> Res<Option<f64>> {
     {
         return Err(Unsupported);
     }
-    let value: f64 = std::str::from_utf8(text).ok().and_then(|s| s.parse().ok()).ok_or(Unsupported)?;
-    if value.is_finite() { Ok(Some(value)) } else { Err(Unsupported) }
+    let value: f64 = std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(Unsupported)?;
+    if value.is_finite() {
+        Ok(Some(value))
+    } else {
+        Err(Unsupported)
+    }
 }
 
 /// A compact JSON list of Int32 literals; None when it is not one.
@@ -308,7 +339,12 @@ fn dimensions(text: &[u8]) -> Option<Vec<i64>> {
     if inner.is_empty() {
         return Some(Vec::new());
     }
-    inner.split(|&b| b == b',')
-        .map(|item| integer(item).filter(|n| (I32.0..=I32.1).contains(n)).map(|n| n as i64))
+    inner
+        .split(|&b| b == b',')
+        .map(|item| {
+            integer(item)
+                .filter(|n| (I32.0..=I32.1).contains(n))
+                .map(|n| n as i64)
+        })
         .collect()
 }

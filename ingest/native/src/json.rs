@@ -158,8 +158,12 @@ impl<'a> Cursor<'a> {
     /// Copy the value at the cursor to `out` without its whitespace (as msgspec's
     /// `json.format(indent=-1)` writes it: strings and numbers byte for byte). When the value
     /// is an object and `members` is given, each member's key and place in `out` is recorded.
-    pub fn copy_value(&mut self, out: &mut Vec<u8>, depth: usize,
-                      members: Option<&mut Vec<Member<'a>>>) -> Res<()> {
+    pub fn copy_value(
+        &mut self,
+        out: &mut Vec<u8>,
+        depth: usize,
+        members: Option<&mut Vec<Member<'a>>>,
+    ) -> Res<()> {
         self.skip_whitespace();
         let start = self.pos;
         match self.peek().ok_or(Unsupported)? {
@@ -179,8 +183,12 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    fn copy_object(&mut self, out: &mut Vec<u8>, depth: usize,
-                   mut members: Option<&mut Vec<Member<'a>>>) -> Res<()> {
+    fn copy_object(
+        &mut self,
+        out: &mut Vec<u8>,
+        depth: usize,
+        mut members: Option<&mut Vec<Member<'a>>>,
+    ) -> Res<()> {
         if depth > MAX_DEPTH {
             return Err(Unsupported);
         }

@@ -26,14 +26,20 @@ fn validity<'py>(py: Python<'py>, validity: &Validity) -> Option<Bound<'py, PyBy
 
 /// (validity or None, offsets, data) of a string column.
 fn strings<'py>(py: Python<'py>, column: &StrColumn) -> PyResult<Bound<'py, PyAny>> {
-    let buffers = (validity(py, &column.validity), PyBytes::new(py, raw_bytes(&column.offsets)),
-                   PyBytes::new(py, &column.data));
+    let buffers = (
+        validity(py, &column.validity),
+        PyBytes::new(py, raw_bytes(&column.offsets)),
+        PyBytes::new(py, &column.data),
+    );
     buffers.into_pyobject(py).map(|t| t.into_any())
 }
 
 /// (validity or None, values) of a fixed-width column.
 fn values<'py, T: Copy>(py: Python<'py>, column: &Column<T>) -> PyResult<Bound<'py, PyAny>> {
-    let buffers = (validity(py, &column.validity), PyBytes::new(py, raw_bytes(&column.values)));
+    let buffers = (
+        validity(py, &column.validity),
+        PyBytes::new(py, raw_bytes(&column.values)),
+    );
     buffers.into_pyobject(py).map(|t| t.into_any())
 }
 
@@ -69,7 +75,10 @@ fn to_dict<'py>(py: Python<'py>, events: &Events) -> PyResult<Bound<'py, PyDict>
 /// Decode a JSON array of trace events (bytes) into a dict of column buffers, or None when
 /// the Python reference must decode it (see `decode`).
 #[pyfunction]
-fn decode_events<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> PyResult<Option<Bound<'py, PyDict>>> {
+fn decode_events<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
     let bytes = data.as_bytes();
     match py.allow_threads(|| decode::decode(bytes)) {
         Ok(events) => to_dict(py, &events).map(Some),

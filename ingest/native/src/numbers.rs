@@ -15,7 +15,10 @@ pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
     };
-    let mantissa_end = body.iter().position(|&b| b == b'e' || b == b'E').unwrap_or(body.len());
+    let mantissa_end = body
+        .iter()
+        .position(|&b| b == b'e' || b == b'E')
+        .unwrap_or(body.len());
     let (mantissa, exponent) = body.split_at(mantissa_end);
     let exponent: i64 = if exponent.is_empty() {
         0
@@ -24,7 +27,10 @@ pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
         if digits.len() > 6 {
             return Err(Unsupported);
         }
-        std::str::from_utf8(digits).ok().and_then(|s| s.parse().ok()).ok_or(Unsupported)?
+        std::str::from_utf8(digits)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(Unsupported)?
     };
     let (whole, fraction) = match mantissa.iter().position(|&b| b == b'.') {
         Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
@@ -33,7 +39,11 @@ pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
     // The value is digits x 10^shift nanoseconds, digits being whole and fraction together,
     // of which `kept` remain after truncation.
     let shift = exponent - fraction.len() as i64 + 3;
-    let zeros = whole.iter().chain(fraction).take_while(|&&b| b == b'0').count();
+    let zeros = whole
+        .iter()
+        .chain(fraction)
+        .take_while(|&&b| b == b'0')
+        .count();
     let significant = whole.len() + fraction.len() - zeros;
     let digits = whole.iter().chain(fraction).skip(zeros);
     let kept = significant as i64 + shift.min(0);

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracewh.schema import TABLES
-from .normalize import (_INSTANT_PHASE, _UNMODELLED_FIELDS, ChunkResult, _categories,
-                        _name_ids, _positions_by_table, normalize_chunk)
+from .normalize import (_ARG_FIELDS, _INSTANT_PHASE, _UNMODELLED_FIELDS, ChunkResult,
+                        _categories, _name_ids, _positions_by_table, normalize_chunk)
 from .secrets import redact_json_text
 
 try:
@@ -42,14 +42,14 @@ _ARROW_TYPES = {
     "est. achieved occupancy %": pa.float64(), "memory bandwidth (GB/s)": pa.float64(),
     **{f"{dimension}_{axis}": pa.int64() for dimension in ("grid", "block") for axis in "xyz"},
 }
-# Table columns from args fields, by the key in the args.
+# The core's column of each args field a table reads, by the field's attribute in the
+# reference's structs (KernelArgs, CpuArgs, RuntimeArgs): the column is named by the key in the
+# args, and a list of dimensions (grid, block) gives three columns, its x, y and z.
 _ARG_COLUMNS = {
-    "correlation": "correlation", "registers_per_thread": "registers per thread",
-    "shared_memory": "shared memory", "blocks_per_sm": "blocks per SM",
-    "warps_per_sm": "warps per SM", "occupancy": "est. achieved occupancy %", "bytes": "bytes",
-    "bandwidth": "memory bandwidth (GB/s)", "sequence_number": "Sequence number",
-    "cbid": "cbid", **{f"{d}_{axis}": f"{d}_{axis}" for d in ("grid", "block") for axis in "xyz"},
+    attribute: key for fields in _ARG_FIELDS.values() for key, (attribute, _) in fields.items()
 }
+_ARG_COLUMNS.update({f"{dimension}_{axis}": f"{dimension}_{axis}"
+                     for dimension in ("grid", "block") for axis in "xyz"})
 
 
 def native_available():
@@ -157,7 +157,8 @@ def _arg_columns(group, names):
     """Table columns from args fields; `external_id` is the new or the old spelling."""
     columns = {name: group[_ARG_COLUMNS[name]] for name in names if name != "external_id"}
     if "external_id" in names:
-        columns["external_id"] = pc.coalesce(group["External id"], group["external id"])
+        columns["external_id"] = pc.coalesce(group[_ARG_COLUMNS["external_id"]],
+                                             group[_ARG_COLUMNS["external_id_old"]])
     return columns
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tracewh.ingest import decoder
 from tracewh.ingest.decoder import normalize, normalize_native
-from tracewh.ingest.normalize import normalize_chunk
+from tracewh.ingest.normalize import _ARG_FIELDS, normalize_chunk
 
 from .conftest import ROOT
 
@@ -90,6 +90,18 @@ def test_redaction_of_a_flag_and_its_value_as_list_items_in_text_as_written():
 
 def test_the_real_traces_are_there():
     assert len(TRACES) >= 20 if SHARED.exists() else len(TRACES) >= 8
+
+
+def test_the_core_reads_every_args_field_the_reference_reads():
+    """Each field of the reference's args structs has its column from the core (a field added
+    to one and not the other fails here, not as a difference in some trace)."""
+    columns = decoder._decode.decode_events(b"[]")
+    for fields in _ARG_FIELDS.values():
+        for attribute, _ in fields.values():
+            names = [f"{attribute}_{axis}" for axis in "xyz"] \
+                if attribute in ("grid", "block") else [attribute]
+            for name in names:
+                assert decoder._ARG_COLUMNS[name] in columns, name
 
 
 def test_python_decoder_forced(monkeypatch):

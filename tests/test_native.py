@@ -104,6 +104,19 @@ def test_the_core_reads_every_args_field_the_reference_reads():
                 assert decoder._ARG_COLUMNS[name] in columns, name
 
 
+def test_times_are_exact_from_the_numbers_text():
+    """ts and dur to integer ns from their text, truncated past the third decimal: a double
+    would read this ts as ...430.125 -> ...430125 only by luck, and 1.5e3 is 1500 us."""
+    data = (b'[{"ph":"X","cat":"kernel","ts":1740461684415430.125,"dur":0.0015},'
+            b'{"ph":"X","cat":"kernel","ts":1.5e3,"dur":2E-2},'
+            b'{"ph":"X","cat":"kernel","ts":-0.0009,"dur":9223372036854775}]')
+    native = normalize_native(data, "t")
+    kernels = native.tables["kernels"]
+    assert kernels["ts_ns"].to_pylist() == [1740461684415430125, 1500000, 0]
+    assert kernels["dur_ns"].to_pylist() == [1, 20, 9223372036854775000]
+    assert_same(native, normalize_chunk(data, "t"))
+
+
 def test_python_decoder_forced(monkeypatch):
     """TRACEWH_DECODER=python: the reference decodes every chunk."""
     monkeypatch.setenv("TRACEWH_DECODER", "python")

@@ -4,12 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 # The demo's own warehouse: not ./warehouse, which in this repository is the package's source.
 DEMO_WAREHOUSE := demo-warehouse
+# cargo, for the native decode core that `pip install` builds: rustup puts it here, which a
+# fresh shell's PATH may lack.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+NATIVE := ingest/native/Cargo.toml ingest/native/Cargo.lock $(wildcard ingest/native/src/*.rs)
 
 .PHONY: install browser demo test test-torch bench clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,spark]'
@@ -56,4 +60,4 @@ bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE)
+	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE) ingest/native/target ingest/_decode*.so

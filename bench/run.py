@@ -235,6 +235,47 @@ def bench_ingest(trace, warehouse, previous):
               f"with the refresh {ingest_s / before_s:.2f}x")
 
 
+# The decode alone on one core (pinned), over the trace's chunks as the ingest reads them and
+# with its default redaction: the native core alone, the native path (core and tables), and
+# the Python reference (with the compaction it needs). CPU time (the process's): other
+# processes on the shared machine do not count in it.
+DECODE = """import os, msgspec
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from tracewh.ingest import _decode, decoder
+from tracewh.ingest.normalize import normalize_chunk
+from tracewh.ingest.reader import TraceReader
+path = sys.argv[1]
+with open(path, 'rb') as f:
+    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
+for name, decode in (('core', _decode.decode_events),
+                     ('native', lambda c: decoder.normalize(c, 't', 0, True)),
+                     ('reference', lambda c: normalize_chunk(msgspec.json.format(c, indent=-1),
+                                                             't', 0, True))):
+    best = None
+    for _ in range(2):
+        began = time.process_time()
+        for chunk in chunks:
+            decode(chunk)
+        spent = time.process_time() - began
+        best = spent if best is None else min(best, spent)
+    print(name, best)
+"""
+
+
+def bench_decode(trace):
+    size = trace.stat().st_size
+    print(f"\n== decode on one core: {trace.name}, its chunks as the ingest reads them, best of 2, "
+          "CPU time ==")
+    times = {name: float(seconds) for name, seconds in
+             (line.split() for line in _run(DECODE, (trace,), ROOT)[:-1])}
+    for name, label in (("core", "native core alone"), ("native", "native, tables built"),
+                        ("reference", "Python reference")):
+        print(f"{label:24} {rate(size, times[name])}")
+    print(f"native / reference = {times['native'] / times['reference']:.2f}; the core alone "
+          f"{size / 1e6 / times['core']:.0f} MB/s (goal >= 400; simdjson visiting every field: "
+          "~600)")
+
+
 # timed over the tables, not read from the marts (which hold overlap and kernel_stats)
 VIEWS_OVER_64_RANKS = ("overlap", "kernel_stats", "memory_peaks", "step_bottleneck",
                        "collective_instances", "op_stats")
@@ -406,6 +447,7 @@ def main():
         previous = previous_release(directory)
         try:
             bench_ingest(trace, warehouse, previous)
+            bench_decode(trace)
         finally:
             if previous is not None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",

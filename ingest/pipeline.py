@@ -28,7 +28,8 @@ from tracewh.rules import default_rules
 from . import identity, ops, reader, steps
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
-from .normalize import EventProblem, normalize_chunk
+from .decoder import normalize
+from .normalize import EventProblem
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
@@ -108,8 +109,7 @@ def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secret
     `reader`)."""
     data = chunk.load(path)
     try:
-        result = normalize_chunk(msgspec.json.format(data, indent=-1), trace_id,
-                                 chunk.first_event, redact_secrets)
+        result = normalize(data, trace_id, chunk.first_event, redact_secrets)
     except EventProblem as problem:
         raise TraceError(path, f"event {problem.index}: {problem.problem}") from None
     except msgspec.ValidationError as error:

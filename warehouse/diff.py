@@ -134,6 +134,14 @@ def _kernel_columns(report):
     return _KERNEL_COLUMNS + (_BUS_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
 
 
+def _table_columns(report):
+    """The terminal table's columns: what a CI log must show first (the name, cut in the
+    middle to what is left, the deltas and the counts), the totals after, as the width
+    allows."""
+    first = ("status", "name", "delta_ns", "delta_pct", "base_count", "new_count")
+    return first + tuple(c for c in _kernel_columns(report) if c not in first)
+
+
 def _pct(value):
     return None if value is None else round(value, 2)
 
@@ -196,7 +204,7 @@ def render_diff(report, fmt):
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",
                       output.render(_kernel_columns(report),
                                     _rows(changed, _kernel_columns(report)),
-                                    "markdown")]
+                                    "markdown", squeeze=("name", "new_count"))]
         if moved:
             parts += ["\n**Metrics that moved**\n\n",
                       output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS),
@@ -205,8 +213,9 @@ def render_diff(report, fmt):
     shown = changed[:TABLE_ROWS]
     parts = [" -> ".join(_sides(report)) + f": {_summary_line(report)}\n"]
     if shown:
-        parts += ["\n", output.render(_kernel_columns(report),
-                                         _rows(shown, _kernel_columns(report)), "table")]
+        columns = _table_columns(report)
+        parts += ["\n", output.render(columns, _rows(shown, columns), "table",
+                                         squeeze=("name", "new_count"))]
         if len(changed) > len(shown):
             parts.append(f"... {len(changed) - len(shown)} more changed {_noun(report)} "
                          "(--format json for all)\n")

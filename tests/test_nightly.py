@@ -1,0 +1,94 @@
+"""The nightly job as a CI log shows it: `diff` and `trend` read without a terminal, say what
+they compare, and explain what they leave blank, on real traces."""
+
+import gzip
+import json
+import re
+
+import pytest
+
+from .conftest import shared
+
+HTA_RANK0 = "hta/trace_filter/sampled_rank-0.json.gz"
+HTA_RANK1 = "hta/trace_filter/sampled_rank-1.json.gz"
+B200 = "tracelens/b200/eager_trace.json.gz"
+
+
+def altered(source, path, change):
+    """A copy of a real trace at `path` with `change(event)` applied to every kernel event."""
+    document = json.loads(gzip.decompress(source.read_bytes()))
+    for event in document["traceEvents"]:
+        if event.get("cat") == "kernel":
+            change(event)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def slower_gemms(event):
+    if "gemm" in event["name"]:
+        event["dur"] = event["dur"] * 1.25
+
+
+def table_cells(lines):
+    """The cells of a terminal table (header, dashes, rows...) cut where the dashes are."""
+    spans = [m.span() for m in re.finditer(r"-+", lines[1])]
+    return [[line[a:b].strip() for a, b in spans] for line in lines
+            if not line.startswith("-")]
+
+
+@pytest.fixture
+def nightlies(tracewh, tmp_path):
+    """Two nights of HTA's rank 0 of 128 (names of up to 1,956 characters), the second's
+    GEMM kernels 5/4 as long."""
+    source = shared(HTA_RANK0)
+    tracewh("ingest", source, "--run", "nightly-1201", "--phase", "train")
+    tracewh("ingest", altered(source, tmp_path / "n2" / "rank0.json", slower_gemms),
+            "--run", "nightly-1202", "--phase", "train")
+    return json.loads(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
+                              "json").stdout)
+
+
+@pytest.mark.parametrize("columns", [None, "80", "200"])
+def test_diff_in_a_ci_log_shows_names_deltas_and_counts(tracewh, nightlies, monkeypatch,
+                                                        columns):
+    """stdout not a terminal, COLUMNS unset (120) or set: every row shows its name, cut in
+    the middle, beside delta_ns, delta_pct and both counts, within the width."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    width = int(columns or 120)
+    out = tracewh("diff", "nightly-1201", "nightly-1202").stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("status"))
+    table = out[start:next(i for i in range(start, len(out)) if out[i].startswith("("))]
+    assert all(len(line) <= width for line in table)
+    header, *rows = table_cells(table)
+    assert header[:6] == ["status", "name", "delta_ns", "delta_pct", "base_count", "new_count"]
+    changed = [k for k in nightlies["kernels"] if k["status"] != "unchanged"][:len(rows)]
+    assert len(rows) == 25 and len(changed) == 25
+    for row, kernel in zip(rows, changed):
+        name = kernel["name"]
+        assert row[0] == kernel["status"] and row[2] == str(kernel["delta_ns"])
+        assert row[4:6] == [str(kernel["base_count"]), str(kernel["new_count"])]
+        if len(name) > len(row[1]):
+            head, tail = row[1].split("…")
+            assert name.startswith(head) and name.endswith(tail) and len(head) >= 8
+        else:
+            assert row[1] == name
+
+
+def unescaped(markdown):
+    text = re.sub(r"\\(.)", r"\1", markdown.replace("\u2060", ""))
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def test_diff_markdown_and_csv_keep_whole_names(tracewh, nightlies):
+    changed = [k["name"] for k in nightlies["kernels"] if k["status"] != "unchanged"]
+    assert max(map(len, changed)) > 1000
+    markdown = unescaped(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
+                                 "markdown").stdout)
+    assert all(f"| {name} |" in markdown for name in changed)
+    csv_text = tracewh("diff", "nightly-1201", "nightly-1202", "--format", "csv").stdout
+    assert all(name in csv_text for name in changed)
+

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from .conftest import shared
+from .test_diff import SGEMM, WORKER0, slower_sgemm, variant
 
 HTA_RANK0 = "hta/trace_filter/sampled_rank-0.json.gz"
 HTA_RANK1 = "hta/trace_filter/sampled_rank-1.json.gz"
@@ -92,3 +93,34 @@ def test_diff_markdown_and_csv_keep_whole_names(tracewh, nightlies):
     csv_text = tracewh("diff", "nightly-1201", "nightly-1202", "--format", "csv").stdout
     assert all(name in csv_text for name in changed)
 
+
+def test_trend_by_date_leaves_out_untagged_runs_and_shows_the_change(tracewh, tmp_path):
+    """Nightly runs tagged with their date among ad hoc runs without it: the trend by date
+    holds the nightly runs only (stderr says how many it left out), each with its change from
+    the previous night, and a table ends with a sparkline."""
+    slow = variant(tmp_path, "slow", slower_sgemm)  # SGEMM 47,000 -> 58,750 ns
+    for path, run, tags in ((WORKER0, "nightly-1201", ["--tag", "date=2026-12-01"]),
+                            (slow, "adhoc-1", []),
+                            (slow, "nightly-1202", ["--tag", "date=2026-12-02"]),
+                            (WORKER0, "adhoc-2", [])):
+        tracewh("ingest", path, "--run", run, "--phase", "train", *tags)
+    metric = f"kernel:{SGEMM}"
+    for last in ([], ["--last", "3"]):
+        result = tracewh("trend", metric, "--order-by-tag", "date", *last, "--format", "json")
+        assert [(r["run"], r["value"], r["delta"], r["delta_pct"])
+                for r in json.loads(result.stdout)] == [
+            ("nightly-1201", 47000.0, None, None), ("nightly-1202", 58750.0, 11750.0, 25.0)]
+        assert result.stderr == "trend: 2 runs without the tag 'date' left out\n"
+    # the first run shown keeps its change from the night before it
+    (row,) = json.loads(tracewh("trend", metric, "--order-by-tag", "date", "--last", "1",
+                                "--format", "json").stdout)
+    assert (row["run"], row["delta"], row["delta_pct"]) == ("nightly-1202", 11750.0, 25.0)
+    table = tracewh("trend", metric, "--order-by-tag", "date").stdout.splitlines()
+    assert table[0].split()[:6] == ["run", "phase", "ranks", "value", "delta", "delta_pct"]
+    assert table[-1] == "train: ▁█ (oldest to newest)"
+    # in ingest order every run is there, without a word on stderr
+    result = tracewh("trend", metric, "--format", "csv")
+    assert [line.split(",")[:3] for line in result.stdout.splitlines()] == [
+        ["run", "phase", "ranks"], ["nightly-1201", "train", "1"], ["adhoc-1", "train", "1"],
+        ["nightly-1202", "train", "1"], ["adhoc-2", "train", "1"]]
+    assert result.stderr == "" and "▁" not in result.stdout

@@ -2,8 +2,8 @@
 
 import click
 
-from .. import output
 from ..names import parse_tag
+from ..trend import render_trend, untagged_runs
 from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option
 
 
@@ -13,7 +13,7 @@ from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option
 @click.option("--tag", metavar="KEY=VALUE", help="Only runs with this tag.")
 @click.option("--order-by-tag", metavar="KEY",
               help="Order runs by this tag's value (a nightly date, say) instead of ingest "
-                   "order.")
+                   "order; runs without the tag are left out (stderr says how many).")
 @phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
 @pass_warehouse
@@ -24,7 +24,8 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     bandwidth of the collectives), collective_wait_ns (time ranks waited for the last one),
     kernel:NAME (a kernel's total time, by full or short name) or op:NAME (an operator's self
     GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
-    and phase: the median over ranks, with the min and max.
+    and phase: the median over ranks, its change from the previous run of the phase (delta,
+    delta_pct), the min and max over ranks; a table ends with a sparkline of each phase.
 
     \b
     Examples:
@@ -32,6 +33,11 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
       tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
       tracewh trend op:aten::mm --last 14
     """
-    columns, rows = warehouse.trend_rows(metric, last=last, tag=parse_tag(tag) if tag else None,
-                                         order_by_tag=order_by_tag, phase=phase)
-    echo(output.render(columns, rows, fmt))
+    tag = parse_tag(tag) if tag else None
+    columns, rows = warehouse.trend_rows(metric, last=last, tag=tag, order_by_tag=order_by_tag,
+                                         phase=phase)
+    left_out = untagged_runs(warehouse.run_infos(), tag, order_by_tag, phase)
+    if left_out:
+        click.echo(f"trend: {left_out} run{'s' if left_out != 1 else ''} without the tag "
+                   f"{order_by_tag!r} left out", err=True)
+    echo(render_trend(columns, rows, fmt))

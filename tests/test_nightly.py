@@ -124,3 +124,50 @@ def test_trend_by_date_leaves_out_untagged_runs_and_shows_the_change(tracewh, tm
         ["run", "phase", "ranks"], ["nightly-1201", "train", "1"], ["adhoc-1", "train", "1"],
         ["nightly-1202", "train", "1"], ["adhoc-2", "train", "1"]]
     assert result.stderr == "" and "▁" not in result.stdout
+
+
+def test_diff_names_what_it_compares_and_warns_when_the_sides_differ(tracewh):
+    """HTA's rank 1 of 128 (no deviceProperties) against TraceLens' B200 rank 0 of 8: the
+    header and the JSON summary name each side's devices, world size and ranks, and warn."""
+    tracewh("ingest", shared(HTA_RANK1), "--run", "hta", "--phase", "train")
+    tracewh("ingest", shared(B200), "--run", "b200", "--phase", "train")
+    report = json.loads(tracewh("diff", "hta", "b200", "--format", "json").stdout)
+    summary = report["summary"]
+    assert summary["sides"] == {
+        "base": {"run": "hta", "phase": None, "devices": [], "world_sizes": [128],
+                 "ranks": [1]},
+        "new": {"run": "b200", "phase": None, "devices": ["NVIDIA B200"], "world_sizes": [8],
+                "ranks": [0]}}
+    assert summary["warnings"] == ["devices differ: base none recorded, new NVIDIA B200",
+                                   "world sizes differ: base 128, new 8",
+                                   "ranks present differ: base 1, new 0"]
+    out = tracewh("diff", "hta", "b200").stdout.splitlines()
+    assert out[1:6] == [
+        "base hta: rank 1 of world size 128; devices none recorded",
+        "new b200: rank 0 of world size 8; devices NVIDIA B200",
+        "warning: devices differ: base none recorded, new NVIDIA B200",
+        "warning: world sizes differ: base 128, new 8",
+        "warning: ranks present differ: base 1, new 0"]
+    markdown = tracewh("diff", "hta", "b200", "--format", "markdown").stdout
+    assert "- warning: world sizes differ: base 128, new 8\n" in markdown
+    result = tracewh("diff", "hta", "b200", "--format", "csv")
+    assert result.stderr.splitlines()[0] == ("warning: devices differ: base none recorded, "
+                                             "new NVIDIA B200")
+
+
+def test_the_gate_decides_on_the_figures_not_on_the_devices(tracewh, tmp_path):
+    """DLRM's rank 0 against the same trace claiming an A100: the same figures, a warning,
+    no regression."""
+    document = json.loads(gzip.decompress(WORKER0.read_bytes()))
+    for device in document["deviceProperties"]:
+        device["name"] = "NVIDIA A100-SXM4-80GB"
+    path = tmp_path / "a100" / "worker0.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(document))
+    tracewh("ingest", WORKER0, "--run", "v100", "--phase", "train")
+    tracewh("ingest", path, "--run", "a100", "--phase", "train")
+    result = tracewh("diff", "v100", "a100", "--fail-on-regression", "--format", "json")
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["warnings"] == ["devices differ: base Tesla V100-SXM2-32GB, new NVIDIA "
+                                   "A100-SXM4-80GB"]
+    assert summary["regression"] is False and summary["sides"]["new"]["world_sizes"] == [8]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from . import output
 from .errors import UsageError
 from .names import check_phase
-from .scope import check_scope
+from .scope import check_scope, rank_ranges
 from .statements import run_query
 
 KEYS = ("name", "short_name", "class", "op", "collective")
@@ -82,6 +82,8 @@ def diff_runs(connection, base, new, options):
         _add_bus_bandwidth(connection, kernels, (base_run, base_phase), (new_run, new_phase))
     kernel_statuses = Counter(k["status"] for k in kernels)
     metric_statuses = Counter(m["status"] for m in metrics)
+    sides = {"base": _side(connection, base_run, base_phase, options.rank),
+             "new": _side(connection, new_run, new_phase, options.rank)}
     return {
         "base": base_run,
         "new": new_run,
@@ -99,8 +101,55 @@ def diff_runs(connection, base, new, options):
             "regressed_kernels": kernel_statuses["regressed"],
             "regressed_metrics": metric_statuses["regressed"],
             "regression": bool(kernel_statuses["regressed"] or metric_statuses["regressed"]),
+            "sides": sides,
+            "warnings": _side_warnings(sides),
         },
     }
+
+
+def _side(connection, run, phase, rank):
+    """What one side of a diff holds, from its traces: the devices (deviceProperties names),
+    the world sizes the files declare and the ranks present."""
+    _, ((devices, world_sizes, ranks),) = run_query(connection, """
+        SELECT list_sort(list_distinct(flatten(list(device_names)))),
+               list_sort(list_distinct(list(world_size))), list_sort(list_distinct(list(rank)))
+        FROM traces
+        WHERE run = ? AND (CAST(? AS VARCHAR) IS NULL OR phase = ?)
+          AND (CAST(? AS INTEGER) IS NULL OR rank = ?)""",
+                                                     params=[run, phase, phase, rank, rank])
+    return {"run": run, "phase": phase, "devices": list(devices or []),
+            "world_sizes": list(world_sizes or []), "ranks": list(ranks or [])}
+
+
+def _side_warnings(sides):
+    """What differs between the sides besides the figures (they are compared all the same,
+    and --fail-on-regression decides on the figures): devices, world size, ranks present."""
+    base, new = sides["base"], sides["new"]
+    warnings = []
+    for key, what in (("devices", "devices"), ("world_sizes", "world sizes"),
+                      ("ranks", "ranks present")):
+        if base[key] != new[key]:
+            warnings.append(f"{what} differ: base {_listed(key, base[key])}, "
+                            f"new {_listed(key, new[key])}")
+    return warnings
+
+
+def _listed(key, values):
+    if not values:
+        return "none recorded"
+    if key == "ranks":
+        return rank_ranges(values)
+    return ", ".join(map(str, values))
+
+
+def _side_line(name, side):
+    """'base nightly-1201: ranks 0-7 of world size 8, Tesla V100-SXM2-32GB' (one line; the
+    device names are the trace's text)."""
+    ranks = "rank" if len(side["ranks"]) == 1 else "ranks"
+    return (f"{name} {_label(side['run'], side['phase'])}: {ranks} "
+            f"{_listed('ranks', side['ranks'])} of world size "
+            f"{_listed('world_sizes', side['world_sizes'])}; devices "
+            f"{_listed('devices', side['devices'])}")
 
 
 def _add_bus_bandwidth(connection, rows, base_side, new_side):
@@ -173,6 +222,13 @@ def _summary_line(report):
             f"noise floor {report['thresholds']['min_ns']} ns, by {report['by']})")
 
 
+def _header_lines(report):
+    """What each side holds and, when they differ, the warnings."""
+    summary = report["summary"]
+    return ([_side_line(name, summary["sides"][name]) for name in ("base", "new")]
+            + [f"warning: {warning}" for warning in summary["warnings"]])
+
+
 # --format csv: one table, a row per kernel and per metric (`kind` says which); for kernels,
 # base_value and new_value are total ns.
 _CSV_COLUMNS = ("kind", "status", "name", "class", "phase", "rank", "base_value", "new_value",
@@ -199,7 +255,9 @@ def render_diff(report, fmt):
     if fmt == "markdown":
         base, new = _sides(report)
         parts = [f"### tracewh diff: `{base}` → `{new}`\n",
-                 _summary_line(report) + "\n"]
+                 _summary_line(report) + "\n\n"]
+        parts += [f"- {output.markdown_cell(line, output.MARKDOWN_WHOLE)}\n"
+                  for line in _header_lines(report)]
         if changed:
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",
                       output.render(_kernel_columns(report),
@@ -212,6 +270,7 @@ def render_diff(report, fmt):
         return "".join(parts)
     shown = changed[:TABLE_ROWS]
     parts = [" -> ".join(_sides(report)) + f": {_summary_line(report)}\n"]
+    parts += [output.one_line(line) + "\n" for line in _header_lines(report)]
     if shown:
         columns = _table_columns(report)
         parts += ["\n", output.render(columns, _rows(shown, columns), "table",

@@ -155,7 +155,7 @@ _LINE_BREAKS = re.compile(r"\r\n?|\n|\t")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _one_line(text):
+def one_line(text):
     """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), its
     control characters visible as escapes."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", _LINE_BREAKS.sub(" ", text))
@@ -163,7 +163,7 @@ def _one_line(text):
 
 def _shorten(text, limit=MAX_CELL):
     """`text` on one line, at most `limit` characters, the last an ellipsis when cut."""
-    text = _one_line(text)
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -171,7 +171,7 @@ def shorten_middle(text, limit=MAX_CELL):
     """`text` on one line, at most `limit` characters, cut in the middle with an ellipsis: a
     kernel's name keeps its head (what it is) and its tail (its arguments), where names that
     share a long prefix differ."""
-    text = _one_line(text)
+    text = one_line(text)
     if len(text) <= limit:
         return text
     head = limit // 2

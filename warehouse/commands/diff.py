@@ -4,6 +4,7 @@ import sys
 
 import click
 
+from .. import output
 from ..diff import KEYS, DiffOptions, render_diff
 from .options import RULES_OPTION, echo, pass_warehouse, phase_option
 
@@ -45,7 +46,11 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     removed, regressed, improved, unchanged). Per phase and rank: overlap_ratio,
     exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps and collective_wait_ns, with the
     same statuses. Runs that do not
-    have the same ranks are compared by per-rank medians. Exit status: 0 no regression (or no
+    have the same ranks are compared by per-rank medians. The header (and the JSON summary's
+    sides and warnings) names each side's devices, world size and ranks present, and warns
+    when they differ; the figures are compared all the same, and decide the exit status.
+    The table cuts names in the middle to fit the width beside the deltas and counts;
+    markdown, json and csv keep them whole. Exit status: 0 no regression (or no
     --fail-on-regression), 1 a regression, 2 a usage or input error (an unknown run, or a
     --phase or --rank that a run does not have).
 
@@ -58,6 +63,9 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     """
     options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
     report = warehouse.with_rules(rules).diff_report(base, new, options)
+    if fmt == "csv":  # one table: the warnings that table and markdown print go to stderr
+        for warning in report["summary"]["warnings"]:
+            click.echo(f"warning: {output.one_line(warning)}", err=True)
     echo(render_diff(report, fmt))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

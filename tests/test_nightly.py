@@ -171,3 +171,93 @@ def test_the_gate_decides_on_the_figures_not_on_the_devices(tracewh, tmp_path):
     assert summary["warnings"] == ["devices differ: base Tesla V100-SXM2-32GB, new NVIDIA "
                                    "A100-SXM4-80GB"]
     assert summary["regression"] is False and summary["sides"]["new"]["world_sizes"] == [8]
+
+
+def size_bucket(msg_bytes):
+    """A size's power-of-two bucket as `diff --by collective` names it, computed apart."""
+    if msg_bytes is None:
+        return "unsized"
+    if msg_bytes == 0:
+        return "0 B"
+    lower = 1 << (msg_bytes.bit_length() - 1)
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B")):
+        if lower >= 1 << shift or shift == 0:
+            return f"{lower >> shift}-{(2 * lower) >> shift} {unit}"
+
+
+def all_to_all_v(event):
+    """Every all-to-all of the step moves one element more: sizes that vary a little."""
+    if event.get("name") == "record_param_comms" and (event["args"].get("Input Dims")
+                                                     or [[]])[0]:
+        event["args"]["Input Dims"][0][0] += 1
+
+
+def test_diff_by_collective_keys_kind_group_and_size_bucket(tracewh, tmp_path, sql):
+    """DLRM's 8 ranks against the same step whose all-to-all sizes grew by one element: by
+    power-of-two bucket the collectives match; by exact size they are removed + added."""
+    from .conftest import EXAMPLES
+
+    tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train")
+    folder = tmp_path / "b"
+    folder.mkdir()
+    for path in sorted(EXAMPLES.glob("worker*.json.gz")):
+        document = json.loads(gzip.decompress(path.read_bytes()))
+        for event in document["traceEvents"]:
+            all_to_all_v(event)
+        (folder / path.name[:-3]).write_text(json.dumps(document))
+    tracewh("ingest", folder, "--run", "b", "--phase", "train")
+    calls = sql("SELECT run, collective, process_group, msg_bytes FROM collective_calls")
+    moved = {(c["collective"], c["msg_bytes"]) for c in calls if c["run"] == "b"} - \
+        {(c["collective"], c["msg_bytes"]) for c in calls if c["run"] == "a"}
+    assert {c for c, _ in moved} == {"all_to_all"}
+    kernels = json.loads(tracewh("diff", "a", "b", "--by", "collective", "--format",
+                                 "json").stdout)["kernels"]
+    assert {k["name"] for k in kernels} == {
+        f"{c['collective']} group {c['process_group']} {size_bucket(c['msg_bytes'])}"
+        for c in calls}
+    assert "all_to_all group unknown 16-32 KiB" in {k["name"] for k in kernels}
+    assert not {k["status"] for k in kernels} & {"added", "removed"}
+    exact = json.loads(tracewh("diff", "a", "b", "--by", "collective", "--collective-size",
+                               "exact", "--format", "json").stdout)
+    assert exact["collective_size"] == "exact"
+    statuses = {k["name"]: k["status"] for k in exact["kernels"]}
+    assert statuses["all_to_all group unknown 24576 B"] == "removed"
+    assert statuses["all_to_all group unknown 24580 B"] == "added"
+    assert {statuses[f"all_to_all group unknown {size} B"] for _, size in moved} == {"added"}
+
+
+def test_one_rank_of_each_group_gives_algorithm_bandwidth_and_says_why(tracewh, sql):
+    """DLRM's rank 0 of 8 alone: bus bandwidth needs the group's ranks; trend and diff say so
+    in one line and give each rank's algorithm bandwidth from its own durations."""
+    from fractions import Fraction
+    from statistics import median_low
+
+    tracewh("ingest", WORKER0, "--run", "one", "--phase", "train")
+    tracewh("ingest", WORKER0, "--run", "two", "--phase", "train")
+    result = tracewh("trend", "busbw_gbps")
+    assert result.stdout.endswith("(0 rows)\n")
+    assert result.stderr == (
+        "trend: no bus bandwidth: it needs every rank of a collective's group, and 1 of the 8 "
+        "ranks of a group were captured; `tracewh trend algbw_gbps` gives each rank's "
+        "algorithm bandwidth from its own kernel durations (its waits included)\n")
+    calls = sql("SELECT collective, process_group, msg_bytes, dur_ns FROM collective_calls "
+                "WHERE run = 'one'")
+    mean = sum(Fraction(c["msg_bytes"], c["dur_ns"]) for c in calls) / len(calls)
+    rows = json.loads(tracewh("trend", "algbw_gbps", "--format", "json").stdout)
+    assert [r["run"] for r in rows] == ["one", "two"]
+    assert rows[0]["value"] == pytest.approx(float(mean), rel=1e-9) and rows[1]["delta"] == 0
+    report = json.loads(tracewh("diff", "one", "two", "--by", "collective", "--format",
+                                "json").stdout)
+    for kernel in report["kernels"]:
+        assert kernel["base_busbw_gbps"] is None is kernel["new_busbw_gbps"]
+        rates = sorted(c["msg_bytes"] / c["dur_ns"] for c in calls
+                       if f"{c['collective']} group {c['process_group']} "
+                          f"{size_bucket(c['msg_bytes'])}" == kernel["name"])
+        assert kernel["base_algbw_gbps"] == pytest.approx(median_low(rates), rel=1e-12)
+    assert report["summary"]["notes"] == [
+        f"{side} {run}: no bus bandwidth: it needs every rank of a collective's group, and 1 "
+        f"of its 8 ranks were captured; {side}_algbw_gbps holds each rank's algorithm "
+        "bandwidth from its own kernel durations (its waits included)"
+        for side, run in (("base", "one"), ("new", "two"))]
+    table = tracewh("diff", "one", "two", "--by", "collective").stdout
+    assert f"note: {report['summary']['notes'][0]}\n" in table

@@ -15,6 +15,7 @@ from .scope import check_scope, rank_ranges
 from .statements import run_query
 
 KEYS = ("name", "short_name", "class", "op", "collective")
+COLLECTIVE_SIZES = ("pow2", "exact")
 TABLE_ROWS = 25
 
 
@@ -25,6 +26,7 @@ class DiffOptions:
     threshold_pct: float = 5.0
     min_ns: int = 10000
     by: str = "name"
+    collective_size: str = "pow2"  # with by "collective": a power-of-two bucket, or exact
 
 
 def _records(columns, rows):
@@ -42,6 +44,14 @@ def split_side(text):
                          "and a phase, as prefill and decode of one run: "
                          "infer:prefill infer:decode)")
     return run, check_phase(phase)
+
+
+def _key_by(options):
+    """The key_by of the SQL library's diff macros: 'collective_exact' for collectives keyed
+    by their exact size."""
+    if options.by == "collective" and options.collective_size == "exact":
+        return "collective_exact"
+    return options.by
 
 
 def side_runs(*sides):
@@ -73,13 +83,11 @@ def diff_runs(connection, base, new, options):
     kernels = _records(*run_query(
         connection, "SELECT * FROM run_phase_diff_with(?, ?, ?, ?, ?, ?, ?, ?)",
         params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
-                options.min_ns, options.by, options.rank]))
+                options.min_ns, _key_by(options), options.rank]))
     metrics = _records(*run_query(
         connection, "SELECT * FROM run_phase_metric_diff_with(?, ?, ?, ?, ?, ?, ?)",
         params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
                 options.min_ns, options.rank]))
-    if options.by == "collective":
-        _add_bus_bandwidth(connection, kernels, (base_run, base_phase), (new_run, new_phase))
     kernel_statuses = Counter(k["status"] for k in kernels)
     metric_statuses = Counter(m["status"] for m in metrics)
     sides = {"base": _side(connection, base_run, base_phase, options.rank),
@@ -91,6 +99,7 @@ def diff_runs(connection, base, new, options):
         "new_phase": new_phase,
         "thresholds": {"pct": options.threshold_pct, "min_ns": options.min_ns},
         "by": options.by,
+        "collective_size": options.collective_size if options.by == "collective" else None,
         "phase": options.phase,
         "rank": options.rank,
         "kernels": kernels,
@@ -103,8 +112,29 @@ def diff_runs(connection, base, new, options):
             "regression": bool(kernel_statuses["regressed"] or metric_statuses["regressed"]),
             "sides": sides,
             "warnings": _side_warnings(sides),
+            "notes": _bandwidth_notes(kernels, sides) if options.by == "collective" else [],
         },
     }
+
+
+def _bandwidth_notes(kernels, sides):
+    """Why a side's bus bandwidth is blank when it lacks ranks of the job (one line each)."""
+    notes = []
+    for name, side in sides.items():
+        counted = [k for k in kernels if k[f"{name}_count"]]
+        world_size = max(side["world_sizes"], default=0)
+        if counted and all(k[f"{name}_busbw_gbps"] is None for k in counted) and \
+                len(side["ranks"]) < world_size:
+            notes.append(f"{name} {side['run']}: " + bus_bandwidth_note(
+                f"{len(side['ranks'])} of its {world_size} ranks", f"{name}_algbw_gbps holds"))
+    return notes
+
+
+def bus_bandwidth_note(captured, instead):
+    """The one line that says why bus bandwidth is missing, and what one rank allows."""
+    return (f"no bus bandwidth: it needs every rank of a collective's group, and {captured} "
+            f"were captured; {instead} each rank's algorithm bandwidth from its own kernel "
+            "durations (its waits included)")
 
 
 def _side(connection, run, phase, rank):
@@ -152,35 +182,18 @@ def _side_line(name, side):
             f"{_listed('devices', side['devices'])}")
 
 
-def _add_bus_bandwidth(connection, rows, base_side, new_side):
-    """Give each collective-and-size row of `diff --by collective` the median bus bandwidth of
-    its matched instances on both sides (base_busbw_gbps, new_busbw_gbps; None without). A
-    side is (run, phase or None: every phase)."""
-    for key, (run, phase) in (("base_busbw_gbps", base_side), ("new_busbw_gbps", new_side)):
-        _, found = run_query(connection, """
-            SELECT collective || ' ' || coalesce(CAST(msg_bytes AS VARCHAR) || ' B', 'unsized')
-                     AS name,
-                   percentile_disc(0.5) WITHIN GROUP (ORDER BY busbw_gbps) AS busbw
-            FROM collective_instances
-            WHERE run = ? AND (CAST(? AS VARCHAR) IS NULL OR phase = ?)
-            GROUP BY name""", params=[run, phase, phase])
-        busbw = dict(found)
-        for row in rows:
-            row[key] = busbw.get(row["name"])
-
-
 _KERNEL_COLUMNS = ("status", "name", "base_total_ns", "new_total_ns", "delta_ns", "delta_pct",
                    "base_count", "new_count", "class")
 _METRIC_COLUMNS = ("status", "phase", "rank", "metric", "base_value", "new_value", "delta",
                    "delta_pct")
 
 
-_BUS_BANDWIDTH_COLUMNS = ("base_busbw_gbps", "new_busbw_gbps")
+_BANDWIDTH_COLUMNS = ("base_busbw_gbps", "new_busbw_gbps", "base_algbw_gbps", "new_algbw_gbps")
 
 
 def _kernel_columns(report):
-    """The kernel table's columns: with --by collective, each side's bus bandwidth too."""
-    return _KERNEL_COLUMNS + (_BUS_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
+    """The kernel table's columns: with --by collective, each side's bandwidths too."""
+    return _KERNEL_COLUMNS + (_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
 
 
 def _table_columns(report):
@@ -226,7 +239,8 @@ def _header_lines(report):
     """What each side holds and, when they differ, the warnings."""
     summary = report["summary"]
     return ([_side_line(name, summary["sides"][name]) for name in ("base", "new")]
-            + [f"warning: {warning}" for warning in summary["warnings"]])
+            + [f"warning: {warning}" for warning in summary["warnings"]]
+            + [f"note: {note}" for note in summary["notes"]])
 
 
 # --format csv: one table, a row per kernel and per metric (`kind` says which); for kernels,
@@ -285,4 +299,4 @@ def render_diff(report, fmt):
 
 # What `diff_runs` reads: a connection for it lists these tables' files only.
 DIFF_READS = ("run_phase_diff_with", "run_phase_metric_diff_with", "kernel_classes",
-              "kernel_name_classes", "run_metrics", "runs", "traces", "collective_instances")
+              "kernel_name_classes", "run_metrics", "runs", "traces")

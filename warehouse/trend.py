@@ -3,6 +3,7 @@ commit order or by a tag's value, from the SQL library's `run_metrics` (or a ker
 operator's self GPU time)."""
 
 from . import output
+from .diff import bus_bandwidth_note
 from .errors import UsageError
 from .names import did_you_mean
 from .library import tables_read_by
@@ -10,8 +11,15 @@ from .statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
            "collective_wait_ns")
+# What one rank allows where busbw_gbps needs every rank of a group: the mean over the rank's
+# collective calls of their collective_waits.rank_algbw_gbps (over exact decimals, as
+# run_metrics' busbw_gbps, so that the order of the calls does not change the last bit)
+ALGBW = ("SELECT run, phase, rank, "
+         "CAST(avg(CAST(rank_algbw_gbps AS DECIMAL(38, 9))) AS DOUBLE) AS value "
+         "FROM collective_waits WHERE rank_algbw_gbps IS NOT NULL GROUP BY run, phase, rank")
 # What `trend` reads: a connection for it lists these tables' files only.
-TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls")
+TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls",
+               "collective_waits")
 
 
 def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
@@ -31,8 +39,11 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
     elif metric in METRICS:
         source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
         params = [metric]
+    elif metric == "algbw_gbps":
+        source, params = ALGBW, []
     else:
         raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}, "
+                         "algbw_gbps, "
                          "kernel:NAME (a kernel's total time, by full or short name) or "
                          "op:NAME (an operator's self GPU time)")
     sort_key = "NULL"
@@ -151,11 +162,26 @@ def _trend_order(runs, tag, order_by_tag, phase):
     return [info.run for info in chosen]
 
 
-def untagged_runs(runs, tag=None, order_by_tag=None, phase=None):
-    """How many runs (RunInfo) `trend --order-by-tag` leaves out for lacking the tag."""
-    if order_by_tag is None:
-        return 0
-    return sum(_tag_value(info, order_by_tag) is None for info in _chosen(runs, tag, phase))
+def trend_notes(warehouse, metric, rows, tag=None, order_by_tag=None, phase=None):
+    """The lines `tracewh trend` prints on stderr: how many runs --order-by-tag left out for
+    lacking the tag, and why busbw_gbps has no rows when the runs lack ranks of their
+    groups."""
+    notes = []
+    if order_by_tag is not None:
+        left_out = sum(_tag_value(info, order_by_tag) is None
+                       for info in _chosen(warehouse.run_infos(), tag, phase))
+        if left_out:
+            notes.append(f"{left_out} run{'s' if left_out != 1 else ''} without the tag "
+                         f"{order_by_tag!r} left out")
+    if metric == "busbw_gbps" and not rows:
+        with warehouse.connect() as connection:
+            (ranks, group_size), = connection.execute(
+                "SELECT max(ranks), max(group_size) FROM collective_instances "
+                "WHERE unmatched_reason = 'missing ranks'").fetchall()
+        if ranks is not None:
+            notes.append(bus_bandwidth_note(f"{ranks} of the {group_size} ranks of a group",
+                                            "`tracewh trend algbw_gbps` gives"))
+    return [f"trend: {note}" for note in notes]
 
 
 SPARKS = "▁▂▃▄▅▆▇█"

@@ -5,7 +5,7 @@ import sys
 import click
 
 from .. import output
-from ..diff import KEYS, DiffOptions, render_diff
+from ..diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
 from .options import RULES_OPTION, echo, pass_warehouse, phase_option
 
 
@@ -24,7 +24,14 @@ from .options import RULES_OPTION, echo, pass_warehouse, phase_option
               help="Match kernels by full name, by short name (other builds, other hardware), "
                    "compare classes, operators (op: each cpu_op name's calls and self GPU "
                    "time, what it launched itself; '(no op)' for the rest), or collectives by "
-                   "kind and size (with each side's median bus bandwidth).")
+                   "kind, process group and size (see --collective-size), with each side's "
+                   "median bus bandwidth (every rank of the group needed) and algorithm "
+                   "bandwidth from each rank's own durations (algbw_gbps).")
+@click.option("--collective-size", type=click.Choice(COLLECTIVE_SIZES), default="pow2",
+              show_default=True,
+              help="With --by collective: key a collective's size by its power-of-two bucket "
+                   "(all_to_all group 0 16-32 KiB: all-to-all-v sizes that vary from step to "
+                   "step stay one row), or by its exact bytes.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]),
               default="table", show_default=True,
               help="json is the contract for scripts; markdown reads well in a PR comment; csv "
@@ -33,8 +40,8 @@ from .options import RULES_OPTION, echo, pass_warehouse, phase_option
               help="Exit 1 when a kernel or a metric regressed.")
 @RULES_OPTION
 @pass_warehouse
-def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_regression,
-         rules):
+def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_size, fmt,
+         fail_on_regression, rules):
     """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
 
     Either side may be RUN:PHASE (run and phase names hold no colon): infer:prefill
@@ -61,11 +68,13 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     Prefill against decode of one run:
       tracewh diff infer:prefill infer:decode
     """
-    options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
+    options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by,
+                          collective_size=collective_size)
     report = warehouse.with_rules(rules).diff_report(base, new, options)
-    if fmt == "csv":  # one table: the warnings that table and markdown print go to stderr
-        for warning in report["summary"]["warnings"]:
-            click.echo(f"warning: {output.one_line(warning)}", err=True)
+    if fmt == "csv":  # one table: the warnings and notes of table and markdown go to stderr
+        for kind in ("warning", "note"):
+            for line in report["summary"][f"{kind}s"]:
+                click.echo(f"{kind}: {output.one_line(line)}", err=True)
     echo(render_diff(report, fmt))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

@@ -3,7 +3,7 @@
 import click
 
 from ..names import parse_tag
-from ..trend import render_trend, untagged_runs
+from ..trend import render_trend, trend_notes
 from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option
 
 
@@ -21,7 +21,9 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     """Follow METRIC across runs: drift over many nights, not just two.
 
     METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
-    bandwidth of the collectives), collective_wait_ns (time ranks waited for the last one),
+    bandwidth of the collectives: every rank of a group needed), algbw_gbps (mean algorithm
+    bandwidth from each rank's own durations, what one rank of a group allows),
+    collective_wait_ns (time ranks waited for the last one),
     kernel:NAME (a kernel's total time, by full or short name) or op:NAME (an operator's self
     GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
     and phase: the median over ranks, its change from the previous run of the phase (delta,
@@ -36,8 +38,6 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     tag = parse_tag(tag) if tag else None
     columns, rows = warehouse.trend_rows(metric, last=last, tag=tag, order_by_tag=order_by_tag,
                                          phase=phase)
-    left_out = untagged_runs(warehouse.run_infos(), tag, order_by_tag, phase)
-    if left_out:
-        click.echo(f"trend: {left_out} run{'s' if left_out != 1 else ''} without the tag "
-                   f"{order_by_tag!r} left out", err=True)
+    for note in trend_notes(warehouse, metric, rows, tag, order_by_tag, phase):
+        click.echo(note, err=True)
     echo(render_trend(columns, rows, fmt))

@@ -7,23 +7,12 @@ import re
 
 import pytest
 
-from .conftest import shared
+from .conftest import EXAMPLES, shared
 from .test_diff import SGEMM, WORKER0, slower_sgemm, variant
 
 HTA_RANK0 = "hta/trace_filter/sampled_rank-0.json.gz"
 HTA_RANK1 = "hta/trace_filter/sampled_rank-1.json.gz"
 B200 = "tracelens/b200/eager_trace.json.gz"
-
-
-def altered(source, path, change):
-    """A copy of a real trace at `path` with `change(event)` applied to every kernel event."""
-    document = json.loads(gzip.decompress(source.read_bytes()))
-    for event in document["traceEvents"]:
-        if event.get("cat") == "kernel":
-            change(event)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document))
-    return path
 
 
 def slower_gemms(event):
@@ -44,7 +33,7 @@ def nightlies(tracewh, tmp_path):
     GEMM kernels 5/4 as long."""
     source = shared(HTA_RANK0)
     tracewh("ingest", source, "--run", "nightly-1201", "--phase", "train")
-    tracewh("ingest", altered(source, tmp_path / "n2" / "rank0.json", slower_gemms),
+    tracewh("ingest", variant(tmp_path, "n2", slower_gemms, source),
             "--run", "nightly-1202", "--phase", "train")
     return json.loads(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
                               "json").stdout)
@@ -195,8 +184,6 @@ def all_to_all_v(event):
 def test_diff_by_collective_keys_kind_group_and_size_bucket(tracewh, tmp_path, sql):
     """DLRM's 8 ranks against the same step whose all-to-all sizes grew by one element: by
     power-of-two bucket the collectives match; by exact size they are removed + added."""
-    from .conftest import EXAMPLES
-
     tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train")
     folder = tmp_path / "b"
     folder.mkdir()

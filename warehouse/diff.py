@@ -49,6 +49,9 @@ def split_side(text):
 def _key_by(options):
     """The key_by of the SQL library's diff macros: 'collective_exact' for collectives keyed
     by their exact size."""
+    if options.collective_size not in COLLECTIVE_SIZES:
+        raise UsageError(f"unknown collective size {options.collective_size!r}: use "
+                         f"{' or '.join(COLLECTIVE_SIZES)}")
     if options.by == "collective" and options.collective_size == "exact":
         return "collective_exact"
     return options.by

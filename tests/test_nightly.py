@@ -138,7 +138,7 @@ def test_diff_names_what_it_compares_and_warns_when_the_sides_differ(tracewh):
         "warning: world sizes differ: base 128, new 8",
         "warning: ranks present differ: base 1, new 0"]
     markdown = tracewh("diff", "hta", "b200", "--format", "markdown").stdout
-    assert "- warning: world sizes differ: base 128, new 8\n" in markdown
+    assert "\nwarning: world sizes differ: base 128, new 8\n\n" in markdown
     result = tracewh("diff", "hta", "b200", "--format", "csv")
     assert result.stderr.splitlines()[0] == ("warning: devices differ: base none recorded, "
                                              "new NVIDIA B200")

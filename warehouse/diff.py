@@ -176,8 +176,8 @@ def _listed(key, values):
 
 
 def _side_line(name, side):
-    """'base nightly-1201: ranks 0-7 of world size 8, Tesla V100-SXM2-32GB' (one line; the
-    device names are the trace's text)."""
+    """'base nightly-1201: ranks 0-7 of world size 8; devices Tesla V100-SXM2-32GB' (the
+    device names are the trace's text: the renderers keep it on one line, or escape it)."""
     ranks = "rank" if len(side["ranks"]) == 1 else "ranks"
     return (f"{name} {_label(side['run'], side['phase'])}: {ranks} "
             f"{_listed('ranks', side['ranks'])} of world size "
@@ -273,7 +273,7 @@ def render_diff(report, fmt):
         base, new = _sides(report)
         parts = [f"### tracewh diff: `{base}` → `{new}`\n",
                  _summary_line(report) + "\n\n"]
-        parts += [f"- {output.markdown_cell(line, output.MARKDOWN_WHOLE)}\n"
+        parts += [f"{output.markdown_cell(line, output.MARKDOWN_WHOLE)}\n\n"
                   for line in _header_lines(report)]
         if changed:
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",

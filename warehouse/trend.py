@@ -48,7 +48,7 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
                          "op:NAME (an operator's self GPU time)")
     sort_key = "NULL"
     if order_by_tag is not None:
-        # runs without the tag are left out (`untagged_runs` counts them), not sorted first
+        # runs without the tag are left out (`trend_notes` counts them), not sorted first
         sort_key = "json_extract_string(r.tags, ?)"
         params.append(_tag_path(order_by_tag))
     filters = []

@@ -25,11 +25,17 @@
 --   last_rank          the rank everyone waited for
 --   busbw_gbps         the instance's bus bandwidth, GB/s (NULL where collective_instances
 --                      has none)
+--   rank_algbw_gbps    the algorithm bandwidth from this call alone: msg_bytes / dur_ns, GB/s,
+--                      in a group of two or more ranks. What one rank allows when the others
+--                      were not captured (busbw_gbps needs them all); its wait inside the
+--                      kernel counts as transfer, so it is at most the instance's algbw_gbps
 CREATE OR REPLACE VIEW collective_waits AS
 SELECT run, phase, rank, capture_group, process_group, seq, call_collective AS collective,
        call_msg_bytes AS msg_bytes, matched, start_ns, dur_ns,
        CASE WHEN matched THEN last_start_ns - start_ns END AS wait_ns,
        latency_ns AS transfer_ns,
        dur_ns - latency_ns AS sync_ns,
-       last_rank, busbw_gbps
+       last_rank, busbw_gbps,
+       CASE WHEN group_size > 1 AND dur_ns > 0
+            THEN CAST(call_msg_bytes AS DOUBLE) / dur_ns END AS rank_algbw_gbps
 FROM _collective_matches;

@@ -14,8 +14,11 @@
 -- and phase. key_by is 'name', 'short_name' (runs on other builds or hardware), 'class',
 -- 'op' (operators: one row per cpu_op name, its calls that launched GPU activity and their
 -- self GPU time from op_calls; the activity no op launched is the row '(no op)', counted per
--- activity) or 'collective' (communication kernels as their collective and size,
--- `all_reduce 8196000 B`, from collective_waits); rank may be NULL (all). When both sides
+-- activity), 'collective' (communication kernels as their collective, process group and
+-- power-of-two size bucket, `all_to_all group 0 16-32 KiB` holding 16384 to 32767 bytes, so
+-- that all-to-all-v calls whose sizes vary a little from step to step stay one row; from
+-- collective_waits) or 'collective_exact' (the exact size: `all_reduce group 0 8196000 B`);
+-- rank may be NULL (all). When both sides
 -- have the same number of (phase, rank) pairs, count and total are sums over ranks;
 -- otherwise per-rank medians (a rank without the kernel counts as 0; a kernel whose median
 -- count is 0 on both sides, run by few ranks, is left out). mean/p50/p90 are over all the
@@ -38,6 +41,11 @@
 --   status                   added, removed, regressed, improved or unchanged: regressed or
 --                            improved when the total moves by more than threshold_pct and by
 --                            more than min_ns
+--   base_busbw_gbps, new_busbw_gbps   collectives: the median bus bandwidth of the calls'
+--                            instances (collective_waits.busbw_gbps; NULL without every rank of
+--                            the group), GB/s; NULL for other keys
+--   base_algbw_gbps, new_algbw_gbps   collectives: the median of the calls' rank_algbw_gbps
+--                            (msg_bytes / the rank's own duration: what one rank allows), GB/s
 -- Rows are ordered by |delta_ns| descending, ties by name.
 CREATE OR REPLACE MACRO run_phase_diff_with(base, base_phase, new, new_phase, threshold_pct,
                                             min_ns, key_by, rank_filter) AS TABLE
@@ -55,31 +63,56 @@ WITH side_ranks AS (
   ) AS sided
   WHERE side IS NOT NULL
 ),
+collective_sizes AS (
+  -- each collective call's size bucket: floor(log2) in floating point can be one off next to
+  -- a power of two, so the guess is corrected against exact integer powers of two
+  SELECT *,
+         CASE WHEN CAST(pow(2, guess) AS BIGINT) > msg_bytes THEN CAST(pow(2, guess - 1) AS BIGINT)
+              WHEN CAST(pow(2, guess + 1) AS BIGINT) <= msg_bytes
+                THEN CAST(pow(2, guess + 1) AS BIGINT)
+              ELSE CAST(pow(2, guess) AS BIGINT) END AS bucket
+  FROM (
+    SELECT *, CASE WHEN msg_bytes > 0 THEN CAST(floor(log2(msg_bytes)) AS BIGINT) END AS guess
+    FROM collective_waits
+    WHERE key_by IN ('collective', 'collective_exact') AND dur_ns IS NOT NULL
+  ) AS guessed
+),
 chosen AS (
-  SELECT r.side, k.phase, k.rank, k.key, k.class, k.dur_ns
+  SELECT r.side, k.phase, k.rank, k.key, k.class, k.dur_ns, k.busbw_gbps, k.algbw_gbps
   FROM (
     SELECT run, phase, rank,
            CASE key_by WHEN 'short_name' THEN short_name WHEN 'class' THEN class ELSE name END
              AS key,
-           class, dur_ns
+           class, dur_ns, CAST(NULL AS DOUBLE) AS busbw_gbps, CAST(NULL AS DOUBLE) AS algbw_gbps
     FROM kernel_classes
-    WHERE key_by NOT IN ('op', 'collective') AND category <> 'gpu_user_annotation'
-      AND dur_ns IS NOT NULL
+    WHERE key_by NOT IN ('op', 'collective', 'collective_exact')
+      AND category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
     UNION ALL
     SELECT run, phase, rank,
-           collective || ' ' || coalesce(CAST(msg_bytes AS VARCHAR) || ' B', 'unsized') AS key,
-           'communication' AS class, dur_ns
-    FROM collective_waits
-    WHERE key_by = 'collective' AND dur_ns IS NOT NULL
+           collective || ' group ' || process_group || ' ' ||
+           CASE WHEN msg_bytes IS NULL THEN 'unsized'
+                WHEN key_by = 'collective_exact' OR msg_bytes = 0
+                  THEN CAST(msg_bytes AS VARCHAR) || ' B'
+                WHEN bucket < 1024 THEN CAST(bucket AS VARCHAR) || '-'
+                  || CAST(2 * bucket AS VARCHAR) || ' B'
+                WHEN bucket < 1048576 THEN CAST(bucket // 1024 AS VARCHAR) || '-'
+                  || CAST(bucket // 512 AS VARCHAR) || ' KiB'
+                WHEN bucket < 1073741824 THEN CAST(bucket // 1048576 AS VARCHAR) || '-'
+                  || CAST(bucket // 524288 AS VARCHAR) || ' MiB'
+                ELSE CAST(bucket // 1073741824 AS VARCHAR) || '-'
+                  || CAST(bucket // 536870912 AS VARCHAR) || ' GiB'
+           END AS key,
+           'communication' AS class, dur_ns, busbw_gbps, rank_algbw_gbps AS algbw_gbps
+    FROM collective_sizes
     UNION ALL
     SELECT run, phase, rank, name AS key,
            CASE WHEN gpu_self_comm_ns > 0 THEN 'communication' ELSE 'computation' END
              AS class,
-           gpu_self_ns AS dur_ns
+           gpu_self_ns AS dur_ns, NULL, NULL
     FROM op_calls
     WHERE key_by = 'op' AND gpu_kernels > 0
     UNION ALL
-    SELECT run, phase, rank, '(no op)' AS key, class, dur_ns
+    SELECT run, phase, rank, '(no op)' AS key, class, dur_ns, NULL, NULL
     FROM op_kernels
     WHERE key_by = 'op' AND op_event_index IS NULL AND dur_ns IS NOT NULL
   ) AS k
@@ -114,13 +147,16 @@ totals AS (
 spread AS (
   SELECT side, key, min(class) AS class, avg(dur_ns) AS mean_ns,
          percentile_disc(0.5) WITHIN GROUP (ORDER BY dur_ns) AS p50_ns,
-         percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns
+         percentile_disc(0.9) WITHIN GROUP (ORDER BY dur_ns) AS p90_ns,
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY busbw_gbps) AS busbw_gbps,
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY algbw_gbps) AS algbw_gbps
   FROM chosen
   GROUP BY side, key
 ),
 sides AS (
   SELECT t.side, t.key, s.class, CAST(t.count AS BIGINT) AS count,
-         CAST(t.total_ns AS BIGINT) AS total_ns, s.mean_ns, s.p50_ns, s.p90_ns
+         CAST(t.total_ns AS BIGINT) AS total_ns, s.mean_ns, s.p50_ns, s.p90_ns, s.busbw_gbps,
+         s.algbw_gbps
   FROM totals AS t
   JOIN spread AS s ON s.side = t.side AND s.key = t.key
 ),
@@ -133,7 +169,9 @@ joined AS (
          coalesce(b.total_ns, 0) AS base_total_ns, coalesce(n.total_ns, 0) AS new_total_ns,
          b.mean_ns AS base_mean_ns, n.mean_ns AS new_mean_ns,
          b.p50_ns AS base_p50_ns, n.p50_ns AS new_p50_ns,
-         b.p90_ns AS base_p90_ns, n.p90_ns AS new_p90_ns
+         b.p90_ns AS base_p90_ns, n.p90_ns AS new_p90_ns,
+         b.busbw_gbps AS base_busbw_gbps, n.busbw_gbps AS new_busbw_gbps,
+         b.algbw_gbps AS base_algbw_gbps, n.algbw_gbps AS new_algbw_gbps
   FROM (SELECT * FROM sides WHERE side = 'base') AS b
   FULL OUTER JOIN (SELECT * FROM sides WHERE side = 'new') AS n ON n.key = b.key
 )
@@ -152,7 +190,8 @@ SELECT name, class, base_count, new_count, base_total_ns, new_total_ns,
           AND 100.0 * (base_total_ns - new_total_ns) > threshold_pct * base_total_ns
            THEN 'improved'
          ELSE 'unchanged'
-       END AS status
+       END AS status,
+       base_busbw_gbps, new_busbw_gbps, base_algbw_gbps, new_algbw_gbps
 FROM joined
 WHERE base_count > 0 OR new_count > 0
 ORDER BY abs(new_total_ns - base_total_ns) DESC, name;

@@ -242,7 +242,7 @@ def test_diff_by_collective_and_trend_of_bus_bandwidth(generated, generated_sql)
     rows = {r["name"]: r for r in json.loads(result.stdout)["kernels"]}
     # rank 2 of `even` runs every collective 5/4 as long: the time per collective and size
     # is lower in `dropped`, whose ranks are not stretched
-    row = rows["all_reduce 8196000 B"]
+    row = rows["all_reduce group 0 4-8 MiB"]  # 8,196,000 bytes
     assert row["class"] == "communication" and row["status"] == "improved"
     assert row["base_count"] == row["new_count"] == 4 * 3
     expected = instances([c for r, w, d in written["even"] for c in calls_of(d, r, w)])

@@ -13,9 +13,10 @@ WORKER0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 SGEMM = "volta_sgemm_128x32_nt"
 
 
-def variant(tmp_path, name, change):
-    """A copy of DLRM rank 0 with `change(event)` applied to every kernel event."""
-    document = json.loads(gzip.decompress(WORKER0.read_bytes()))
+def variant(tmp_path, name, change, source=WORKER0):
+    """A copy of DLRM rank 0 (or of another gzipped trace) with `change(event)` applied to
+    every kernel event."""
+    document = json.loads(gzip.decompress(source.read_bytes()))
     for event in document["traceEvents"]:
         if event.get("cat") == "kernel":
             change(event)

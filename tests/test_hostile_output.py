@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from cmarkgfm.cmark import Options
 
 from tracewh.cli import cli
-from tracewh.output import MARKDOWN_CELL, MAX_CELL, WORD_JOINER
+from tracewh.output import MARKDOWN_CELL, MARKDOWN_WHOLE, MAX_CELL, WORD_JOINER
 
 from .test_diff import WORKER0, variant
 
@@ -122,18 +122,19 @@ def diff(hostile):
 
 def test_diff_markdown_shows_every_name_as_its_text(diff):
     """Every kernel of the diff, hostile or real (real names hold `*`, `&`, `<`), renders as
-    exactly its name; no tag, link, image or emphasis survives."""
+    exactly its name, not cut; no tag, link, image or emphasis survives."""
     report, markdown = diff
     names = [k["name"] for k in report["kernels"] if k["status"] != "unchanged"]
     assert set(HOSTILE) | {HUGE, TEX} <= set(names)
     header, *rows = assert_inert(markdown).tables[0]
-    assert [row[header.index("name")] for row in rows] == [shown(name) for name in names]
+    assert [row[header.index("name")] for row in rows] == [shown(name, MARKDOWN_WHOLE)
+                                                           for name in names]
 
 
 def test_diff_markdown_caps_a_megabyte_name_and_json_keeps_it(diff):
     report, markdown = diff
-    assert len(markdown) < 40_000 and len(shown(HUGE)) == MARKDOWN_CELL
-    assert [shown(HUGE)] in [row[1:2] for row in Rendered(markdown).tables[0]]
+    assert len(markdown) < 60_000 and len(shown(HUGE, MARKDOWN_WHOLE)) == MARKDOWN_WHOLE
+    assert [shown(HUGE, MARKDOWN_WHOLE)] in [row[1:2] for row in Rendered(markdown).tables[0]]
     assert HUGE in [k["name"] for k in report["kernels"]]
 
 

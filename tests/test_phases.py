@@ -55,7 +55,9 @@ def test_two_phases_of_one_run_diff_as_two_runs_do(phases):
     assert [{**m, "phase": None} for m in report["metrics"]] == \
         [{**m, "phase": None} for m in runs["metrics"]]
     assert {m["phase"] for m in report["metrics"]} == {"prefill->decode"}
-    assert report["summary"] == runs["summary"]
+    # the same summary but for the sides it names
+    assert {**report["summary"], "sides": None} == {**runs["summary"], "sides": None}
+    assert report["summary"]["sides"]["new"]["phase"] == "decode"
     # the other way round: an improvement, exit 0 with --fail-on-regression
     back = diff_json(phases, "job:decode", "job:prefill", "--fail-on-regression", expect=0)
     assert [k["status"] for k in back["kernels"] if k["name"] == slow["name"]] == ["improved"]

@@ -213,12 +213,13 @@ class Warehouse:
             connection.execute(library()["runs"][1])
             return run_query(connection, sql)
 
-    def diff(self, base, new, phase=None, rank=None, threshold=5.0, min_ns=10000, by="name"):
+    def diff(self, base, new, phase=None, rank=None, threshold=5.0, min_ns=10000, by="name",
+             collective_size="pow2"):
         """Run `new` against run `base` (either may be "RUN:PHASE"), as `tracewh diff
         --format json`: a dict with kernels, metrics and a summary (`summary["regression"]`
-        gates a nightly job)."""
+        gates a nightly job; `summary["warnings"]` says where the sides differ)."""
         options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns,
-                              by=by)
+                              by=by, collective_size=collective_size)
         return self.diff_report(base, new, options)
 
     def diff_report(self, base, new, options):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from . import output
 from .errors import UsageError
 from .names import check_phase
-from .scope import check_scope
+from .scope import check_scope, rank_ranges
 from .statements import run_query
 
 KEYS = ("name", "short_name", "class", "op", "collective")
+COLLECTIVE_SIZES = ("pow2", "exact")
 TABLE_ROWS = 25
 
 
@@ -25,6 +26,7 @@ class DiffOptions:
     threshold_pct: float = 5.0
     min_ns: int = 10000
     by: str = "name"
+    collective_size: str = "pow2"  # with by "collective": a power-of-two bucket, or exact
 
 
 def _records(columns, rows):
@@ -42,6 +44,17 @@ def split_side(text):
                          "and a phase, as prefill and decode of one run: "
                          "infer:prefill infer:decode)")
     return run, check_phase(phase)
+
+
+def _key_by(options):
+    """The key_by of the SQL library's diff macros: 'collective_exact' for collectives keyed
+    by their exact size."""
+    if options.collective_size not in COLLECTIVE_SIZES:
+        raise UsageError(f"unknown collective size {options.collective_size!r}: use "
+                         f"{' or '.join(COLLECTIVE_SIZES)}")
+    if options.by == "collective" and options.collective_size == "exact":
+        return "collective_exact"
+    return options.by
 
 
 def side_runs(*sides):
@@ -73,15 +86,15 @@ def diff_runs(connection, base, new, options):
     kernels = _records(*run_query(
         connection, "SELECT * FROM run_phase_diff_with(?, ?, ?, ?, ?, ?, ?, ?)",
         params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
-                options.min_ns, options.by, options.rank]))
+                options.min_ns, _key_by(options), options.rank]))
     metrics = _records(*run_query(
         connection, "SELECT * FROM run_phase_metric_diff_with(?, ?, ?, ?, ?, ?, ?)",
         params=[base_run, base_phase, new_run, new_phase, options.threshold_pct,
                 options.min_ns, options.rank]))
-    if options.by == "collective":
-        _add_bus_bandwidth(connection, kernels, (base_run, base_phase), (new_run, new_phase))
     kernel_statuses = Counter(k["status"] for k in kernels)
     metric_statuses = Counter(m["status"] for m in metrics)
+    sides = {"base": _side(connection, base_run, base_phase, options.rank),
+             "new": _side(connection, new_run, new_phase, options.rank)}
     return {
         "base": base_run,
         "new": new_run,
@@ -89,6 +102,7 @@ def diff_runs(connection, base, new, options):
         "new_phase": new_phase,
         "thresholds": {"pct": options.threshold_pct, "min_ns": options.min_ns},
         "by": options.by,
+        "collective_size": options.collective_size if options.by == "collective" else None,
         "phase": options.phase,
         "rank": options.rank,
         "kernels": kernels,
@@ -99,25 +113,76 @@ def diff_runs(connection, base, new, options):
             "regressed_kernels": kernel_statuses["regressed"],
             "regressed_metrics": metric_statuses["regressed"],
             "regression": bool(kernel_statuses["regressed"] or metric_statuses["regressed"]),
+            "sides": sides,
+            "warnings": _side_warnings(sides),
+            "notes": _bandwidth_notes(kernels, sides) if options.by == "collective" else [],
         },
     }
 
 
-def _add_bus_bandwidth(connection, rows, base_side, new_side):
-    """Give each collective-and-size row of `diff --by collective` the median bus bandwidth of
-    its matched instances on both sides (base_busbw_gbps, new_busbw_gbps; None without). A
-    side is (run, phase or None: every phase)."""
-    for key, (run, phase) in (("base_busbw_gbps", base_side), ("new_busbw_gbps", new_side)):
-        _, found = run_query(connection, """
-            SELECT collective || ' ' || coalesce(CAST(msg_bytes AS VARCHAR) || ' B', 'unsized')
-                     AS name,
-                   percentile_disc(0.5) WITHIN GROUP (ORDER BY busbw_gbps) AS busbw
-            FROM collective_instances
-            WHERE run = ? AND (CAST(? AS VARCHAR) IS NULL OR phase = ?)
-            GROUP BY name""", params=[run, phase, phase])
-        busbw = dict(found)
-        for row in rows:
-            row[key] = busbw.get(row["name"])
+def _bandwidth_notes(kernels, sides):
+    """Why a side's bus bandwidth is blank when it lacks ranks of the job (one line each)."""
+    notes = []
+    for name, side in sides.items():
+        counted = [k for k in kernels if k[f"{name}_count"]]
+        world_size = max(side["world_sizes"], default=0)
+        if counted and all(k[f"{name}_busbw_gbps"] is None for k in counted) and \
+                len(side["ranks"]) < world_size:
+            notes.append(f"{name} {side['run']}: " + bus_bandwidth_note(
+                f"{len(side['ranks'])} of its {world_size} ranks", f"{name}_algbw_gbps holds"))
+    return notes
+
+
+def bus_bandwidth_note(captured, instead):
+    """The one line that says why bus bandwidth is missing, and what one rank allows."""
+    return (f"no bus bandwidth: it needs every rank of a collective's group, and {captured} "
+            f"were captured; {instead} each rank's algorithm bandwidth from its own kernel "
+            "durations (its waits included)")
+
+
+def _side(connection, run, phase, rank):
+    """What one side of a diff holds, from its traces: the devices (deviceProperties names),
+    the world sizes the files declare and the ranks present."""
+    _, ((devices, world_sizes, ranks),) = run_query(connection, """
+        SELECT list_sort(list_distinct(flatten(list(device_names)))),
+               list_sort(list_distinct(list(world_size))), list_sort(list_distinct(list(rank)))
+        FROM traces
+        WHERE run = ? AND (CAST(? AS VARCHAR) IS NULL OR phase = ?)
+          AND (CAST(? AS INTEGER) IS NULL OR rank = ?)""",
+                                                     params=[run, phase, phase, rank, rank])
+    return {"run": run, "phase": phase, "devices": list(devices or []),
+            "world_sizes": list(world_sizes or []), "ranks": list(ranks or [])}
+
+
+def _side_warnings(sides):
+    """What differs between the sides besides the figures (they are compared all the same,
+    and --fail-on-regression decides on the figures): devices, world size, ranks present."""
+    base, new = sides["base"], sides["new"]
+    warnings = []
+    for key, what in (("devices", "devices"), ("world_sizes", "world sizes"),
+                      ("ranks", "ranks present")):
+        if base[key] != new[key]:
+            warnings.append(f"{what} differ: base {_listed(key, base[key])}, "
+                            f"new {_listed(key, new[key])}")
+    return warnings
+
+
+def _listed(key, values):
+    if not values:
+        return "none recorded"
+    if key == "ranks":
+        return rank_ranges(values)
+    return ", ".join(map(str, values))
+
+
+def _side_line(name, side):
+    """'base nightly-1201: ranks 0-7 of world size 8; devices Tesla V100-SXM2-32GB' (the
+    device names are the trace's text: the renderers keep it on one line, or escape it)."""
+    ranks = "rank" if len(side["ranks"]) == 1 else "ranks"
+    return (f"{name} {_label(side['run'], side['phase'])}: {ranks} "
+            f"{_listed('ranks', side['ranks'])} of world size "
+            f"{_listed('world_sizes', side['world_sizes'])}; devices "
+            f"{_listed('devices', side['devices'])}")
 
 
 _KERNEL_COLUMNS = ("status", "name", "base_total_ns", "new_total_ns", "delta_ns", "delta_pct",
@@ -126,12 +191,20 @@ _METRIC_COLUMNS = ("status", "phase", "rank", "metric", "base_value", "new_value
                    "delta_pct")
 
 
-_BUS_BANDWIDTH_COLUMNS = ("base_busbw_gbps", "new_busbw_gbps")
+_BANDWIDTH_COLUMNS = ("base_busbw_gbps", "new_busbw_gbps", "base_algbw_gbps", "new_algbw_gbps")
 
 
 def _kernel_columns(report):
-    """The kernel table's columns: with --by collective, each side's bus bandwidth too."""
-    return _KERNEL_COLUMNS + (_BUS_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
+    """The kernel table's columns: with --by collective, each side's bandwidths too."""
+    return _KERNEL_COLUMNS + (_BANDWIDTH_COLUMNS if report["by"] == "collective" else ())
+
+
+def _table_columns(report):
+    """The terminal table's columns: what a CI log must show first (the name, cut in the
+    middle to what is left, the deltas and the counts), the totals after, as the width
+    allows."""
+    first = ("status", "name", "delta_ns", "delta_pct", "base_count", "new_count")
+    return first + tuple(c for c in _kernel_columns(report) if c not in first)
 
 
 def _pct(value):
@@ -165,6 +238,14 @@ def _summary_line(report):
             f"noise floor {report['thresholds']['min_ns']} ns, by {report['by']})")
 
 
+def _header_lines(report):
+    """What each side holds and, when they differ, the warnings."""
+    summary = report["summary"]
+    return ([_side_line(name, summary["sides"][name]) for name in ("base", "new")]
+            + [f"warning: {warning}" for warning in summary["warnings"]]
+            + [f"note: {note}" for note in summary["notes"]])
+
+
 # --format csv: one table, a row per kernel and per metric (`kind` says which); for kernels,
 # base_value and new_value are total ns.
 _CSV_COLUMNS = ("kind", "status", "name", "class", "phase", "rank", "base_value", "new_value",
@@ -191,12 +272,14 @@ def render_diff(report, fmt, terminal=False):
     if fmt == "markdown":
         base, new = _sides(report)
         parts = [f"### tracewh diff: `{base}` → `{new}`\n",
-                 _summary_line(report) + "\n"]
+                 _summary_line(report) + "\n\n"]
+        parts += [f"{output.markdown_cell(line, output.MARKDOWN_WHOLE)}\n\n"
+                  for line in _header_lines(report)]
         if changed:
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",
                       output.render(_kernel_columns(report),
                                     _rows(changed, _kernel_columns(report)),
-                                    "markdown")]
+                                    "markdown", squeeze=("name", "new_count"))]
         if moved:
             parts += ["\n**Metrics that moved**\n\n",
                       output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS),
@@ -204,9 +287,11 @@ def render_diff(report, fmt, terminal=False):
         return "".join(parts)
     shown = changed[:TABLE_ROWS]
     parts = [" -> ".join(_sides(report)) + f": {_summary_line(report)}\n"]
+    parts += [output.one_line(line) + "\n" for line in _header_lines(report)]
     if shown:
-        parts += ["\n", output.render(_kernel_columns(report),
-                                         _rows(shown, _kernel_columns(report)), "table")]
+        columns = _table_columns(report)
+        parts += ["\n", output.render(columns, _rows(shown, columns), "table",
+                                         squeeze=("name", "new_count"))]
         if len(changed) > len(shown):
             parts.append(f"... {len(changed) - len(shown)} more changed {_noun(report)} "
                          "(--format json for all)\n")
@@ -217,4 +302,4 @@ def render_diff(report, fmt, terminal=False):
 
 # What `diff_runs` reads: a connection for it lists these tables' files only.
 DIFF_READS = ("run_phase_diff_with", "run_phase_metric_diff_with", "kernel_classes",
-              "kernel_name_classes", "run_metrics", "runs", "traces", "collective_instances")
+              "kernel_name_classes", "run_metrics", "runs", "traces")

@@ -11,8 +11,9 @@ that do not fit the terminal's width, saying what it left out.
 
 Markdown is pasted into pull-request and CI comments, where trace content (kernel names, any
 string a query returns) must stay text: every cell goes through `markdown_cell`, which escapes
-it and caps it at MARKDOWN_CELL characters. The terminal table caps a cell at MAX_CELL
-characters; csv and json keep every character (csv printed to a terminal shows control
+it and caps it at MARKDOWN_CELL characters (a diff's names at MARKDOWN_WHOLE). The terminal
+table caps a cell at MAX_CELL characters (a diff's names are cut in the middle to what the
+width leaves); csv and json keep every character (csv printed to a terminal shows control
 characters as \\xNN, as the table does: an ESC in a kernel name would drive the terminal).
 
 Every file a command writes (--out, an export, a report) is written by `write_atomically`.
@@ -35,6 +36,10 @@ from .errors import UsageError, escaped, printable
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48  # characters of a terminal table's cell
 MARKDOWN_CELL = 200  # characters of a Markdown cell (before escaping); the full text is in json
+# characters of a Markdown cell that must not be cut (a diff's kernel names): real names run
+# to a few thousand (1,956 in HTA's trace_filter); a longer one is hostile, and a pull-request
+# comment holds 65,536 characters in all
+MARKDOWN_WHOLE = 16_384
 
 
 def json_default(value):
@@ -91,10 +96,14 @@ def _numeric(value):
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def render(columns, rows, fmt="table", width=None, max_rows=0, terminal=False):
+def render(columns, rows, fmt="table", width=None, max_rows=0, squeeze=None, terminal=False):
     """The rows as text in `fmt`. A table shows at most `max_rows` rows (0: all) and says how
     many it left out; the other formats always hold every row. csv keeps every character, but
-    for a `terminal`, where it shows its cells' control characters as \\xNN (as the table)."""
+    for a `terminal`, where it shows its cells' control characters as \\xNN (as the table).
+    `squeeze`, a pair of column names (a long text column, the last column that must show),
+    makes a table cut the first in the middle to what the columns up to the second leave of the
+    width (a diff's kernel names beside their deltas and counts in an 80-column CI log), and
+    Markdown keep it whole (up to MARKDOWN_WHOLE characters)."""
     if fmt == "json":
         return json.dumps([dict(zip(columns, row)) for row in rows], indent=2,
                           default=json_default) + "\n"
@@ -106,16 +115,19 @@ def render(columns, rows, fmt="table", width=None, max_rows=0, terminal=False):
         writer.writerows([[shown(_cell(v, exact=True)) for v in row] for row in rows])
         return buffer.getvalue()
     if fmt == "markdown":
-        return _markdown(columns, rows)
-    return _table(columns, rows, width or shutil.get_terminal_size((120, 24)).columns, max_rows)
+        return _markdown(columns, rows, whole=squeeze[0] if squeeze else None)
+    return _table(columns, rows, width or shutil.get_terminal_size((120, 24)).columns, max_rows,
+                  squeeze)
 
 
-def _markdown(columns, rows):
+def _markdown(columns, rows, whole=None):
+    """Markdown's table; the column `whole` is cut at MARKDOWN_WHOLE characters only."""
+    limits = [MARKDOWN_WHOLE if c == whole else MARKDOWN_CELL for c in columns]
     lines = ["| " + " | ".join(markdown_cell(str(c)) for c in columns) + " |",
              "|" + "|".join("---:" if rows and _numeric(rows[0][i]) else "---"
                             for i in range(len(columns))) + "|"]
-    lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |"
-              for row in _rows_as_text(columns, rows)]
+    lines += ["| " + " | ".join(markdown_cell(cell, limit) for cell, limit in zip(row, limits))
+              + " |" for row in _rows_as_text(columns, rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -132,44 +144,86 @@ _PUNCTUATION = re.compile(r"([\\`*_~\[\]()!#$|])")
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
-def markdown_cell(text):
+def markdown_cell(text, limit=MARKDOWN_CELL):
     """`text` as inert GitHub-flavoured Markdown in one table cell: on one line, at most
-    MARKDOWN_CELL characters (with an ellipsis), no HTML, no emphasis, code, link, image,
-    autolink, mention or issue reference; it renders as the same visible characters.
+    `limit` characters (with an ellipsis), no HTML, no emphasis, code, link,
+    image, autolink, mention or issue reference; it renders as the same visible characters.
     A kernel name is the profiled program's text, and a diff goes into shared comments."""
-    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, MARKDOWN_CELL))
+    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, limit))
     return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)
 
 
 _LINE_BREAKS = re.compile(r"\r\n?|\n|\t")
 
 
-def _shorten(text, limit=MAX_CELL):
+def one_line(text):
     """`text` on one line (a `\\r` would also end a Markdown line, or rewrite a terminal's), its
-    control characters visible as escapes, at most `limit` characters, the last an ellipsis
-    when cut."""
-    text = escaped(_LINE_BREAKS.sub(" ", text))
+    control characters visible as escapes."""
+    return escaped(_LINE_BREAKS.sub(" ", text))
+
+
+def _shorten(text, limit=MAX_CELL):
+    """`text` on one line, at most `limit` characters, the last an ellipsis when cut."""
+    text = one_line(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _shortened(column):
-    """A column's cells shortened to MAX_CELL characters, or wider where that would make
-    distinct values look the same (GEMMs whose names differ past the 48th character)."""
+def shorten_middle(text, limit=MAX_CELL):
+    """`text` on one line, at most `limit` characters, cut in the middle with an ellipsis: a
+    kernel's name keeps its head (what it is) and its tail (its arguments), where names that
+    share a long prefix differ."""
+    text = one_line(text)
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail > 0 else "")
+
+
+def _distinct_width(column, shorten=_shorten):
+    """The width to shorten a column's cells to: MAX_CELL characters, or wider where that would
+    make distinct values look the same (GEMMs whose names differ past the 48th character)."""
     width, distinct = MAX_CELL, set(column)
     longest = max(map(len, distinct), default=0)
-    while width < longest and len({_shorten(t, width) for t in distinct}) < len(distinct):
+    while width < longest and len({shorten(t, width) for t in distinct}) < len(distinct):
         width += 8
+    return width
+
+
+def _shortened(column):
+    width = _distinct_width(column)
     return [_shorten(text, width) for text in column]
 
 
-def _table(columns, rows, width, max_rows=0):
+MIN_SQUEEZED = 16  # characters a squeezed column keeps however narrow the terminal
+
+
+def _squeezed(column, room):
+    """A column's cells cut in the middle to `room` characters (MIN_SQUEEZED at least), or to
+    what `_distinct_width` allows when that is less."""
+    width = min(_distinct_width(column, shorten_middle), max(room, MIN_SQUEEZED))
+    return [shorten_middle(text, width) for text in column]
+
+
+def _table(columns, rows, width, max_rows=0, squeeze=None):
     total = len(rows)
     if max_rows and total > max_rows:
         rows = rows[:max_rows]
     text = _rows_as_text(columns, rows)
-    columns_text = [_shortened([row[i] for row in text]) for i in range(len(columns))]
+    columns_text = [[row[i] for row in text] for i in range(len(columns))]
+    squeezed = columns.index(squeeze[0]) if squeeze else None
+    columns_text = [column if i == squeezed else _shortened(column)
+                    for i, column in enumerate(columns_text)]
+
+    def width_of(i):
+        return max([len(str(columns[i]))] + [len(cell) for cell in columns_text[i]])
+
+    if squeeze:
+        others = range(columns.index(squeeze[1]) + 1)
+        room = width - sum(width_of(i) + 2 for i in others if i != squeezed)
+        columns_text[squeezed] = _squeezed(columns_text[squeezed], room)
     cells = [list(row) for row in zip(*columns_text)] if rows else []
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths = [width_of(i) for i in range(len(columns))]
     shown, used = [], 0
     for index, column_width in enumerate(widths):
         if shown and used + column_width > width:

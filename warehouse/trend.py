@@ -2,6 +2,8 @@
 commit order or by a tag's value, from the SQL library's `run_metrics` (or a kernel's time, or an
 operator's self GPU time)."""
 
+from . import output
+from .diff import bus_bandwidth_note
 from .errors import UsageError
 from .names import did_you_mean
 from .library import tables_read_by
@@ -9,8 +11,15 @@ from .statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
            "collective_wait_ns")
+# What one rank allows where busbw_gbps needs every rank of a group: the mean over the rank's
+# collective calls of their collective_waits.rank_algbw_gbps (over exact decimals, as
+# run_metrics' busbw_gbps, so that the order of the calls does not change the last bit)
+ALGBW = ("SELECT run, phase, rank, "
+         "CAST(avg(CAST(rank_algbw_gbps AS DECIMAL(38, 9))) AS DOUBLE) AS value "
+         "FROM collective_waits WHERE rank_algbw_gbps IS NOT NULL GROUP BY run, phase, rank")
 # What `trend` reads: a connection for it lists these tables' files only.
-TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls")
+TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls",
+               "collective_waits")
 
 
 def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
@@ -30,10 +39,18 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
     elif metric in METRICS:
         source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
         params = [metric]
+    elif metric == "algbw_gbps":
+        source, params = ALGBW, []
     else:
         raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}, "
+                         "algbw_gbps, "
                          "kernel:NAME (a kernel's total time, by full or short name) or "
                          "op:NAME (an operator's self GPU time)")
+    sort_key = "NULL"
+    if order_by_tag is not None:
+        # runs without the tag are left out (`trend_notes` counts them), not sorted first
+        sort_key = "json_extract_string(r.tags, ?)"
+        params.append(_tag_path(order_by_tag))
     filters = []
     if phase is not None:
         filters.append("p.phase = ?")
@@ -41,10 +58,6 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
     if tag is not None:
         filters.append("json_extract_string(r.tags, ?) = ?")
         params += [_tag_path(tag[0]), tag[1]]
-    order = "r.first_seq"
-    if order_by_tag is not None:
-        order = "json_extract_string(r.tags, ?) NULLS FIRST, r.first_seq"
-        params.append(_tag_path(order_by_tag))
     where = ("WHERE " + " AND ".join(filters)) if filters else ""
     sql = f"""
         WITH m AS ({source}),
@@ -53,11 +66,22 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
                  percentile_disc(0.5) WITHIN GROUP (ORDER BY value) AS value,
                  min(value) AS min_value, max(value) AS max_value
           FROM m GROUP BY run, phase
+        ),
+        chosen AS (
+          SELECT p.*, r.tags, r.first_seq, {sort_key} AS sort_key
+          FROM per_run AS p JOIN runs AS r ON r.run = p.run
+          {where}
         )
-        SELECT p.run, p.phase, p.ranks, p.value, p.min_value, p.max_value, r.tags
-        FROM per_run AS p JOIN runs AS r ON r.run = p.run
-        {where}
-        ORDER BY {order}, p.phase"""
+        SELECT run, phase, ranks, value,
+               value - lag(value) OVER previous AS delta,
+               CASE WHEN lag(value) OVER previous <> 0
+                    THEN 100.0 * (value - lag(value) OVER previous) / lag(value) OVER previous
+               END AS delta_pct,
+               min_value, max_value, tags
+        FROM chosen
+        {"WHERE sort_key IS NOT NULL" if order_by_tag is not None else ""}
+        WINDOW previous AS (PARTITION BY phase ORDER BY sort_key, first_seq)
+        ORDER BY sort_key, first_seq, phase"""
     columns, rows = run_query(connection, sql, params=params)
     if not rows and metric.startswith("kernel:") and check_kernel:
         _check_kernel(connection, metric[len("kernel:"):])
@@ -96,14 +120,14 @@ def _check_op(connection, name):
 
 def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None, phase=None):
     """`trend` of an `api.Warehouse`, asked of the newest runs only: the last `last` runs in
-    trend order (from the `traces` log, no data read), the window doubled until it holds
-    `last` runs with the metric or every run. At 1,000 runs, the 30 newest are read instead
-    of all."""
+    trend order (from the `traces` log, no data read) and the one before them (the first's
+    delta), the window doubled until it holds `last` + 1 runs with the metric or every run.
+    At 1,000 runs, the 31 newest are read instead of all."""
     if last is None:
         with warehouse.connect() as connection:
             return trend(connection, metric, None, tag, order_by_tag, phase)
     order = _trend_order(warehouse.run_infos(), tag, order_by_tag, phase)
-    window = last
+    window = last + 1
     while True:
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
         runs, tables = (None, None) if every_run else (set(order[-window:]),
@@ -111,22 +135,81 @@ def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None
         with warehouse.connect(runs, tables) as connection:
             columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
                                   check_kernel=every_run)
-        if len({row[0] for row in rows}) >= last or every_run:
+        if len({row[0] for row in rows}) >= last + 1 or every_run:
             return columns, rows
         window *= 2
 
 
-def _trend_order(runs, tag, order_by_tag, phase):
-    """Run names in the order `trend` sorts them (tag value, nulls first, then first commit),
-    keeping those with the tag and phase asked for."""
-    def tag_value(info, key):
-        value = info.tags.get(key)
-        return None if value is None else str(value)
+def _tag_value(info, key):
+    value = info.tags.get(key)
+    return None if value is None else str(value)
 
-    chosen = [info for info in runs
-              if (phase is None or phase in info.phases)
-              and (tag is None or tag_value(info, tag[0]) == tag[1])]
+
+def _chosen(runs, tag, phase):
+    """The runs (RunInfo) with the tag and phase asked for."""
+    return [info for info in runs
+            if (phase is None or phase in info.phases)
+            and (tag is None or _tag_value(info, tag[0]) == tag[1])]
+
+
+def _trend_order(runs, tag, order_by_tag, phase):
+    """Run names in the order `trend` sorts them (tag value, then first commit), keeping those
+    with the tag and phase asked for, and with the tag they are ordered by."""
+    chosen = _chosen(runs, tag, phase)
     if order_by_tag is not None:
-        chosen.sort(key=lambda info: (tag_value(info, order_by_tag) is not None,
-                                      tag_value(info, order_by_tag) or "", info.first_seq))
+        chosen = sorted((info for info in chosen if _tag_value(info, order_by_tag) is not None),
+                        key=lambda info: (_tag_value(info, order_by_tag), info.first_seq))
     return [info.run for info in chosen]
+
+
+def trend_notes(warehouse, metric, rows, tag=None, order_by_tag=None, phase=None):
+    """The lines `tracewh trend` prints on stderr: how many runs --order-by-tag left out for
+    lacking the tag, and why busbw_gbps has no rows when the runs lack ranks of their
+    groups."""
+    notes = []
+    if order_by_tag is not None:
+        left_out = sum(_tag_value(info, order_by_tag) is None
+                       for info in _chosen(warehouse.run_infos(), tag, phase))
+        if left_out:
+            notes.append(f"{left_out} run{'s' if left_out != 1 else ''} without the tag "
+                         f"{order_by_tag!r} left out")
+    if metric == "busbw_gbps" and not rows:
+        with warehouse.connect() as connection:
+            (ranks, group_size), = connection.execute(
+                "SELECT max(ranks), max(group_size) FROM collective_instances "
+                "WHERE unmatched_reason = 'missing ranks'").fetchall()
+        if ranks is not None:
+            notes.append(bus_bandwidth_note(f"{ranks} of the {group_size} ranks of a group",
+                                            "`tracewh trend algbw_gbps` gives"))
+    return [f"trend: {note}" for note in notes]
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values):
+    """Values as block characters, the lowest ▁ and the highest █ (all ▄ when they are equal;
+    a missing value is a space)."""
+    known = [v for v in values if v is not None]
+    low, high = (min(known), max(known)) if known else (0, 0)
+
+    def block(value):
+        if value is None:
+            return " "
+        if high == low:
+            return SPARKS[3]
+        return SPARKS[round((value - low) / (high - low) * (len(SPARKS) - 1))]
+
+    return "".join(map(block, values))
+
+
+def render_trend(columns, rows, fmt, terminal=False):
+    """`trend`'s rows in `fmt`; a table ends with a sparkline of each phase's values, oldest
+    first (csv and json hold the values only; csv escaped for a `terminal`)."""
+    text = output.render(columns, rows, fmt, terminal=terminal)
+    if fmt != "table" or not rows:
+        return text
+    value, phase = columns.index("value"), columns.index("phase")  # phases are safe names
+    lines = [f"{name}: {sparkline([r[value] for r in rows if r[phase] == name])} (oldest to "
+             "newest)\n" for name in dict.fromkeys(r[phase] for r in rows)]
+    return text + "".join(lines)

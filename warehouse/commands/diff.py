@@ -4,7 +4,8 @@ import sys
 
 import click
 
-from ..diff import KEYS, DiffOptions, render_diff
+from .. import output
+from ..diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
 from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_terminal
 
 
@@ -23,7 +24,14 @@ from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_termin
               help="Match kernels by full name, by short name (other builds, other hardware), "
                    "compare classes, operators (op: each cpu_op name's calls and self GPU "
                    "time, what it launched itself; '(no op)' for the rest), or collectives by "
-                   "kind and size (with each side's median bus bandwidth).")
+                   "kind, process group and size (see --collective-size), with each side's "
+                   "median bus bandwidth (every rank of the group needed) and algorithm "
+                   "bandwidth from each rank's own durations (algbw_gbps).")
+@click.option("--collective-size", type=click.Choice(COLLECTIVE_SIZES), default="pow2",
+              show_default=True,
+              help="With --by collective: key a collective's size by its power-of-two bucket "
+                   "(all_to_all group 0 16-32 KiB: all-to-all-v sizes that vary from step to "
+                   "step stay one row), or by its exact bytes.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]),
               default="table", show_default=True,
               help="json is the contract for scripts; markdown reads well in a PR comment; csv "
@@ -32,8 +40,8 @@ from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_termin
               help="Exit 1 when a kernel or a metric regressed.")
 @RULES_OPTION
 @pass_warehouse
-def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_regression,
-         rules):
+def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_size, fmt,
+         fail_on_regression, rules):
     """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
 
     Either side may be RUN:PHASE (run and phase names hold no colon): infer:prefill
@@ -45,7 +53,11 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     removed, regressed, improved, unchanged). Per phase and rank: overlap_ratio,
     exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps and collective_wait_ns, with the
     same statuses. Runs that do not
-    have the same ranks are compared by per-rank medians. Exit status: 0 no regression (or no
+    have the same ranks are compared by per-rank medians. The header (and the JSON summary's
+    sides and warnings) names each side's devices, world size and ranks present, and warns
+    when they differ; the figures are compared all the same, and decide the exit status.
+    The table cuts names in the middle to fit the width beside the deltas and counts;
+    markdown, json and csv keep them whole. Exit status: 0 no regression (or no
     --fail-on-regression), 1 a regression, 2 a usage or input error (an unknown run, or a
     --phase or --rank that a run does not have).
 
@@ -56,8 +68,13 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, fmt, fail_on_
     Prefill against decode of one run:
       tracewh diff infer:prefill infer:decode
     """
-    options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by)
+    options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by,
+                          collective_size=collective_size)
     report = warehouse.with_rules(rules).diff_report(base, new, options)
+    if fmt == "csv":  # one table: the warnings and notes of table and markdown go to stderr
+        for kind in ("warning", "note"):
+            for line in report["summary"][f"{kind}s"]:
+                click.echo(f"{kind}: {output.one_line(line)}", err=True)
     echo(render_diff(report, fmt, terminal=to_terminal()))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

@@ -2,8 +2,8 @@
 
 import click
 
-from .. import output
 from ..names import parse_tag
+from ..trend import render_trend, trend_notes
 from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option, to_terminal
 
 
@@ -13,7 +13,7 @@ from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option, to_termi
 @click.option("--tag", metavar="KEY=VALUE", help="Only runs with this tag.")
 @click.option("--order-by-tag", metavar="KEY",
               help="Order runs by this tag's value (a nightly date, say) instead of ingest "
-                   "order.")
+                   "order; runs without the tag are left out (stderr says how many).")
 @phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
 @pass_warehouse
@@ -21,10 +21,13 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
     """Follow METRIC across runs: drift over many nights, not just two.
 
     METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
-    bandwidth of the collectives), collective_wait_ns (time ranks waited for the last one),
+    bandwidth of the collectives: every rank of a group needed), algbw_gbps (mean algorithm
+    bandwidth from each rank's own durations, what one rank of a group allows),
+    collective_wait_ns (time ranks waited for the last one),
     kernel:NAME (a kernel's total time, by full or short name) or op:NAME (an operator's self
     GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
-    and phase: the median over ranks, with the min and max.
+    and phase: the median over ranks, its change from the previous run of the phase (delta,
+    delta_pct), the min and max over ranks; a table ends with a sparkline of each phase.
 
     \b
     Examples:
@@ -32,6 +35,9 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
       tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
       tracewh trend op:aten::mm --last 14
     """
-    columns, rows = warehouse.trend_rows(metric, last=last, tag=parse_tag(tag) if tag else None,
-                                         order_by_tag=order_by_tag, phase=phase)
-    echo(output.render(columns, rows, fmt, terminal=to_terminal()))
+    tag = parse_tag(tag) if tag else None
+    columns, rows = warehouse.trend_rows(metric, last=last, tag=tag, order_by_tag=order_by_tag,
+                                         phase=phase)
+    for note in trend_notes(warehouse, metric, rows, tag, order_by_tag, phase):
+        click.echo(note, err=True)
+    echo(render_trend(columns, rows, fmt, terminal=to_terminal()))

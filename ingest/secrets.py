@@ -8,9 +8,9 @@ per_token_cast kernels):
 - the value under such a key (metadata objects, and event fields tracewh does not model);
 - `NAME=value`, as in an environment dump or a URL query (`?token=...`; not `tiktoken==0.9`),
   also spaced and quoted: `HF_TOKEN = x`, `HF_TOKEN='x'`, `HF_TOKEN="x"`;
-- `NAME: value` with a quote beside the colon: a Python repr `{'HF_TOKEN': 'x'}`, JSON inside a
-  string `{"api_key": "x"}`, `db_password: 'x'`; and in metadata only, unquoted:
-  `db_password: x`, `GITHUB_TOKEN:x` (not a C++ scope `auth::x`);
+- `NAME: value`, quoted or not: a Python repr `{'HF_TOKEN': 'x'}`, JSON inside a string
+  `{"api_key": "x"}`, `db_password: 'x'`, `db_password: x`, `GITHUB_TOKEN:x` (not a C++ scope
+  `auth::x`);
 - an HTTP credential after its scheme: `Authorization: Bearer x`, `Basic x`;
 - a command-line flag's value, `--hf-token VALUE` or `--password`, `VALUE` as list items
   (`--token=VALUE` is a `NAME=value`);
@@ -24,12 +24,14 @@ before it is decoded (`redact_json_text`), so every field of every table (names,
 and what is derived from them (name ids) sees the redacted text. The text patterns are written
 once, in the syntax common to Python's `re` and RE2 (Arrow's regex engine): without lookaround,
 with ASCII classes. Values stop at a quote or backslash, so a replacement never crosses or
-breaks a JSON string. An unquoted `NAME: value` is not looked for in events for the same
-reason as keys inside event args (most chunks hold a colon in a string, `evaluate_function:
-MulBackward0`, so no cheap scan rules it out). Keys inside event args are not looked at: that needs a regex pass over
+breaks a JSON string. Keys inside event args are not looked at: that needs a regex pass over
 every byte of every chunk (0.45 s CPU for the 156 MB of events of a 254 MB trace, ~5% of its
 ingest), where the text rules need only scans for text each requires (`=`, `@`, `--`, a quote
-beside a colon, a scheme word: `_ANCHORS`), which few chunks of real traces hold.
+beside a colon, a scheme word: `_ANCHORS`, literal text found at memchr speed), which few
+chunks of real traces hold. An unquoted `NAME: value` has no such literal (most chunks hold a
+colon in a string, `evaluate_function: MulBackward0`): its anchor is a secret word before a
+colon, one case-insensitive RE2 scan (~1.8 ms per MB of events, ~0.3 s CPU for the 254 MB
+trace), paid for correctness.
 """
 
 import re
@@ -88,17 +90,21 @@ _COLON_RULE = (r"(?i)" + _NAME + r" *: *(?:(?:bearer|basic) +)?)(" + _COLON_VALU
 # Flag and value as items of a JSON array (a command line as argv): raw JSON text only.
 _FLAG_ITEM_RULE = (r"(?i)(" + _FLAG + r"\",\")(" + _ITEM + r")(\"[,\]])", r"\1<redacted>\3")
 
-# The rules of events, as decoded text and as JSON text (the same matches), and of metadata.
-EVENT_TEXT_RULES = (_URL_RULE, _FLAG_RULE, _BEARER_RULE, _assign_rule('"'),
-                    _quoted_colon_rule('"'))
-TEXT_RULES = (_URL_RULE, _FLAG_RULE, _COLON_RULE) + EVENT_TEXT_RULES[2:]
-JSON_TEXT_RULES = (_URL_RULE, _FLAG_ITEM_RULE, _FLAG_RULE, _BEARER_RULE, _assign_rule(r'\\"'),
-                   _quoted_colon_rule(r'\\"'))
-# Every match of a rule of JSON_TEXT_RULES holds one of these; a chunk without them is left as
-# it is. Each costs one scan at memchr speed; a colon without a quote beside it is no anchor,
-# as most chunks hold one (`autograd::engine::evaluate_function: MulBackward0`).
-_ANCHORS = ("=", "@", "--", "':", "\\\":", ": '", ": \\\"", "earer ", "EARER ", "asic ",
-            "ASIC ")
+# The rules as decoded text (metadata) and as JSON text (events): the same matches. The unquoted
+# colon rule's value stops at a quote or backslash as every value does, so in JSON text it never
+# reaches past its string.
+TEXT_RULES = (_URL_RULE, _FLAG_RULE, _COLON_RULE, _BEARER_RULE, _assign_rule('"'),
+              _quoted_colon_rule('"'))
+JSON_TEXT_RULES = (_URL_RULE, _FLAG_ITEM_RULE, _FLAG_RULE, _COLON_RULE, _BEARER_RULE,
+                   _assign_rule(r'\\"'), _quoted_colon_rule(r'\\"'))
+# Every match of a rule of JSON_TEXT_RULES holds one of these literal texts, or a secret word
+# before a colon (`_COLON_ANCHOR`); a chunk without any is left as it is. Each literal costs
+# one scan at memchr speed; a colon alone is no anchor, as most chunks hold one
+# (`autograd::engine::evaluate_function: MulBackward0`).
+_LITERAL_ANCHORS = ("=", "@", "--", "':", '\\":', ": '", ': \\"', "earer ", "EARER ", "asic ",
+                    "ASIC ")
+_ANCHORS = tuple(re.escape(text) for text in _LITERAL_ANCHORS) + (
+    r"(?i)" + _WORD + r" *:",)
 
 _SECRET_KEY = re.compile(r"(?i)" + _WORD + r"\Z", re.ASCII)
 _FLAG_AT_END = re.compile(r"(?i)" + _FLAG + r"\Z", re.ASCII)
@@ -110,7 +116,6 @@ def _compiled(rules):
 
 
 _PYTHON_RULES = _compiled(TEXT_RULES)
-_PYTHON_EVENT_RULES = _compiled(EVENT_TEXT_RULES)
 _EMPTY = (None, "", [], {}, REDACTED)
 _EMPTY_JSON = (b"null", b'""', b"[]", b"{}", b'"<redacted>"')
 _REDACTED_JSON = msgspec.Raw(b'"<redacted>"')
@@ -121,30 +126,29 @@ def secret_key(key):
     return _SECRET_KEY.search(str(key)) is not None
 
 
-def redact(value, as_event=False):
+def redact(value):
     """Return (redacted copy, number of values redacted) of a decoded JSON value. The text
-    rules apply to every string, keys included, as they do to the JSON text of events; with
-    `as_event`, only the rules of events (the JSON text of an event redacts as this does)."""
+    rules apply to every string, keys included, as they do to the JSON text of events."""
     if isinstance(value, dict):
         out, count = {}, 0
         for key, item in value.items():
-            name, found = redact_text(key, as_event)
+            name, found = redact_text(key)
             if secret_key(key) and item not in _EMPTY:
                 item, found = REDACTED, found + 1
             else:
-                item, inside = redact(item, as_event)
+                item, inside = redact(item)
                 found += inside
             out[name] = item
             count += found
         return out, count
     if isinstance(value, list):
-        return _redact_list(value, as_event)
+        return _redact_list(value)
     if isinstance(value, str):
-        return redact_text(value, as_event)
+        return redact_text(value)
     return value, 0
 
 
-def _redact_list(items, as_event):
+def _redact_list(items):
     """Items redacted one by one, and the item after a flag item (["--token", "hf_..."]),
     unless that flag item was itself taken as a flag's value."""
     out, count, taken = [], 0, False
@@ -157,17 +161,16 @@ def _redact_list(items, as_event):
             taken = True
             continue
         taken = False
-        item, found = redact(item, as_event)
+        item, found = redact(item)
         out.append(item)
         count += found
     return out, count
 
 
-def redact_text(text, as_event=False):
-    """Return (text with its secrets redacted, number redacted); `as_event`: by the rules
-    of events only."""
+def redact_text(text):
+    """Return (text with its secrets redacted, number redacted)."""
     count = 0
-    for pattern, replacement in _PYTHON_EVENT_RULES if as_event else _PYTHON_RULES:
+    for pattern, replacement in _PYTHON_RULES:
         text, found = pattern.subn(replacement, text)
         count += found
     return text, count

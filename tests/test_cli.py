@@ -71,6 +71,8 @@ def test_sql_error_is_one_line(tracewh, dlrm0):
 def test_runs_and_tables(tracewh, dlrm0):
     runs = json.loads(tracewh("runs", "--format", "json").stdout)
     assert runs[0]["run"] == "d" and runs[0]["events"] == 3290
+    # rank 0 of DLRM's 8 (distributedInfo.world_size): 7 ranks are missing, and runs says so
+    assert (runs[0]["ranks"], runs[0]["world_size"], runs[0]["ranks_missing"]) == (1, 8, 7)
     assert json.loads(runs[0]["tags"]) == {"git": "abc"}
     described = tracewh("tables", "kernels").stdout
     assert "ts_ns" in described and "registers_per_thread" in described

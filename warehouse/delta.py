@@ -31,7 +31,8 @@ from .schema import PARTITION_COLUMNS
 
 LOG_DIR = "_delta_log"
 # The `traces` columns whose values each file's statistics hold (its one row's).
-ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at")
+ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at",
+             "world_size")
 CHECKPOINT_INTERVAL = 100
 PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
 

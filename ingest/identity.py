@@ -43,7 +43,7 @@ def resolve_rank(option, distributed_info, path):
     trace under a rank it is not (2**31 became rank 0)."""
     if option is not None:
         return option  # checked by ingest_options
-    given = distributed_info.get("rank")
+    given = distributed_info.get("rank")  # null: as if absent (null_rank_note says so)
     if given is not None:
         rank = _number(given)
         problem = rank_problem(rank)
@@ -60,6 +60,16 @@ def resolve_rank(option, distributed_info, path):
     if problem is not None:
         raise TraceError(path, f"rank {rank} from the file name {problem}", *_GIVE_RANK)
     return rank
+
+
+def null_rank_note(option, distributed_info, path):
+    """The trace's warning when no --rank is given and distributedInfo.rank is null (a writer
+    that knew no rank): null counts as absent, and the note says which rank that gave."""
+    if option is not None or "rank" not in distributed_info or distributed_info["rank"] is not None:
+        return None
+    match = _RANK_IN_NAME.search(Path(path).name)
+    where = f"{int(match.group(1))} from the file name" if match else "0 (none in the file name)"
+    return f"distributedInfo.rank is null: rank {where}"
 
 
 def world_size(distributed_info):

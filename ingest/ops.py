@@ -18,7 +18,8 @@ written here without SQL:
   the children whose CPU time host_self_ns leaves out; layer `cpu_op` (members: category
   cpu_op; runtime events placed but never opening) gives each launch's op and each op's
   ancestors (at each level above it, the last op opened there);
-- a GPU activity (kernel, gpu_memcpy, gpu_memset) is launched by the runtime call of the
+- a GPU activity (any kernels row but gpu_user_annotation ranges and cuda_sync waits: kernel,
+  gpu_memcpy, gpu_memset, mtia_ccp_events...) is launched by the runtime call of the
   trace with its correlation id (not 0), the earliest (then the first in the file); its op is
   the launch's parent in the cpu_op layer, else the cpu_op with its External id (the last
   started, then the last in the file);
@@ -43,7 +44,8 @@ from tracewh.schema import TABLES
 from .summaries import contiguous, default_class
 from .writer import read_staged
 
-GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
+# The kernels rows that are no device work launched by an op: ranges and waits.
+NOT_ACTIVITY = ("gpu_user_annotation", "cuda_sync")
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 COMMUNICATION = "communication"
 KEY_LIMIT = 2 ** 62  # composite sort and search keys stay below it, else are made of ranks
@@ -316,7 +318,7 @@ def _union_lengths(groups, starts, ends, size):
 def _work(host, calls, kernels, kernel_names):
     """The GPU activity attributed to a call: (call slot, start, duration (NULL as 0),
     communication) arrays."""
-    activity = kernels.filter(pc.is_in(kernels["category"], pa.array(GPU_ACTIVITY)))
+    activity = kernels.filter(pc.invert(pc.is_in(kernels["category"], pa.array(NOT_ACTIVITY))))
     correlation = _array(activity["correlation"])
     slot = np.full(len(activity), -1, np.int64)
     # The launch: the runtime row of each correlation id (not 0) that starts first.

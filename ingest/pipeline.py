@@ -412,6 +412,9 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     distributed = metadata.get("distributedInfo")
     distributed = distributed if isinstance(distributed, dict) else {}
     rank = identity.resolve_rank(options.rank, distributed, path)
+    null_rank = identity.null_rank_note(options.rank, distributed, path)
+    if null_rank is not None:
+        warnings[null_rank] += 1
     if events == 0:
         warnings["the trace has no events"] += 1
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]

@@ -372,9 +372,10 @@ class TraceReader:
         if first == b"[":
             element = self._skip_whitespace(start + 1)
             if self._buf[element : element + 1] == b"[":
-                self._fail("not a trace: a JSON array of arrays, not of events; it looks like a "
-                           "PyTorch memory timeline (export_memory_timeline): ingest the trace "
-                           "that export_chrome_trace or on_trace_ready writes", start)
+                self._fail(f"not a trace: a JSON array of arrays at byte {start}, not of "
+                           "events; it looks like a PyTorch memory timeline "
+                           "(export_memory_timeline): ingest the trace that "
+                           "export_chrome_trace or on_trace_ready writes")
             return start + 1
         if first != b"{":
             self._fail(_not_json(self._path, self._buf[start:start + 16]), 0)

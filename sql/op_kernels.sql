@@ -1,5 +1,6 @@
 -- Which operator, module and annotation launched each piece of GPU activity: one row per
--- kernel, memcpy and memset (not gpu_user_annotation ranges, not cuda_sync).
+-- kernel, memcpy, memset or other vendor's device activity (mtia_ccp_events), whatever its
+-- category (not gpu_user_annotation ranges, not cuda_sync waits).
 --
 -- The launch is the runtime or driver call of the same trace with the activity's correlation
 -- id (the earliest, when several carry it; a CUDA graph launch carries one correlation for
@@ -16,7 +17,7 @@
 --   run, phase, rank        partition
 --   trace_id                the trace
 --   event_index             the GPU activity's event in kernels
---   category                kernel, gpu_memcpy or gpu_memset
+--   category                kernel, gpu_memcpy, gpu_memset, mtia_ccp_events...
 --   name                    its name
 --   ts_ns                   start on the GPU, ns
 --   dur_ns                  duration, ns (NULL when it has none)
@@ -91,7 +92,7 @@ linked AS (
   LEFT JOIN external_ops AS x
     ON o.parent_event_index IS NULL AND x.run = k.run AND x.phase = k.phase
    AND x.rank = k.rank AND x.trace_id = k.trace_id AND x.external_id = k.external_id
-  WHERE k.category IN ('kernel', 'gpu_memcpy', 'gpu_memset')
+  WHERE k.category NOT IN ('gpu_user_annotation', 'cuda_sync')
 ),
 ops AS (
   SELECT run, phase, rank, trace_id, event_index, name, top_event_index

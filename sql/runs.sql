@@ -6,6 +6,10 @@
 --   run         run name
 --   phases      distinct phases, comma-separated, sorted
 --   ranks       number of distinct ranks
+--   world_size  the job's world size (distributedInfo.world_size; the largest when the
+--               traces differ), NULL when no trace says
+--   ranks_missing  ranks 0..world_size-1 with no trace (NULL without a world size): a run
+--               holding rank 0 of a 16-rank job has 15
 --   files       number of ingested trace files
 --   events      number of input events over all files
 --   bytes       bytes of the trace files as stored
@@ -13,15 +17,23 @@
 --   first_seq   commit order of its first file (ingest order of runs)
 --   ingested_at  when its first file was committed
 CREATE OR REPLACE VIEW runs AS
+WITH sized AS (
+  SELECT t.*, max(world_size) OVER (PARTITION BY run) AS run_world_size
+  FROM traces AS t
+)
 SELECT
   run,
   array_to_string(list_sort(list_distinct(list(phase))), ',') AS phases,
   count(DISTINCT rank) AS ranks,
+  max(run_world_size) AS world_size,
+  CASE WHEN max(run_world_size) > 0
+       THEN max(run_world_size) - count(DISTINCT CASE WHEN rank < run_world_size THEN rank END)
+  END AS ranks_missing,
   count(*) AS files,
   CAST(sum(events) AS BIGINT) AS events,
   CAST(sum(bytes) AS BIGINT) AS bytes,
   arg_min(tags, ingest_seq) AS tags,
   min(ingest_seq) AS first_seq,
   min(ingested_at) AS ingested_at
-FROM traces
+FROM sized
 GROUP BY run;

@@ -22,7 +22,7 @@ from collections import defaultdict
 
 from .reference import union_length
 
-GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
+NOT_ACTIVITY = ("gpu_user_annotation", "cuda_sync")  # every other category is attributed
 
 
 def _span(row):
@@ -95,7 +95,7 @@ def attribution(cpu_ops, runtime, kernels):
 
     result = {}
     for kernel in kernels:
-        if kernel["category"] not in GPU_ACTIVITY:
+        if kernel["category"] in NOT_ACTIVITY:
             continue
         launch = first_launch.get(kernel["correlation"])
         op = op_tree[launch][0] if launch is not None else None

@@ -37,7 +37,7 @@ def test_formats(tracewh, dlrm0):
     rows = list(csv.DictReader(io.StringIO(tracewh("query", "--format", "csv", query).stdout)))
     assert rows == [{"rank": "0", "kernels": "261", "ns": "6851000"}]
     markdown = tracewh("query", "--format", "markdown", query).stdout.splitlines()
-    assert markdown[0] == "| rank | kernels | ns |" and markdown[2] == "| 0 | 261 | 6851000 |"
+    assert markdown[0] == "| rank | kernels | ns |" and markdown[2] == "| 0 | 261 | 6,851,000 |"
     table = tracewh("query", query).stdout.splitlines()
     assert table[0].split() == ["rank", "kernels", "ns"] and table[-1] == "(1 row)"
 
@@ -71,6 +71,8 @@ def test_sql_error_is_one_line(tracewh, dlrm0):
 def test_runs_and_tables(tracewh, dlrm0):
     runs = json.loads(tracewh("runs", "--format", "json").stdout)
     assert runs[0]["run"] == "d" and runs[0]["events"] == 3290
+    # rank 0 of DLRM's 8 (distributedInfo.world_size): 7 ranks are missing, and runs says so
+    assert (runs[0]["ranks"], runs[0]["world_size"], runs[0]["ranks_missing"]) == (1, 8, 7)
     assert json.loads(runs[0]["tags"]) == {"git": "abc"}
     described = tracewh("tables", "kernels").stdout
     assert "ts_ns" in described and "registers_per_thread" in described
@@ -284,8 +286,10 @@ def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
 
 def test_doubles_print_plainly_in_tables_and_exactly_in_csv(tracewh, dlrm0):
     sql = "SELECT 12345678.9 :: DOUBLE AS big, 0.000000123456 :: DOUBLE AS tiny, 1 AS n"
-    assert tracewh("query", sql).stdout.splitlines()[2].split() == ["12350000", "0.0000001235",
+    assert tracewh("query", sql).stdout.splitlines()[2].split() == ["12,345,679", "0.0000001235",
                                                                    "1"]
+    assert tracewh("query", "--units", "ms", "SELECT 1500000 AS dur_ns, 2 AS n").stdout \
+        .splitlines()[2].split() == ["1.500", "2"]
     assert tracewh("query", "--format", "csv", sql).stdout.splitlines()[1] == \
         "12345678.9,1.23456e-07,1"
     ratio = tracewh("query", "--format", "csv",

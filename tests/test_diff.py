@@ -120,7 +120,7 @@ def test_markdown_report(tracewh, tmp_path):
             "train")
     markdown = tracewh("diff", "base", "new", "--format", "markdown").stdout
     assert markdown.startswith("### tracewh diff: `base` → `new`")
-    assert "| regressed | volta\\_sgemm\\_128x32\\_nt | 47000 | 58750 | 11750 | 25 |" in markdown
+    assert "| regressed | volta\\_sgemm\\_128x32\\_nt | 47,000 | 58,750 | 11,750 | 25 |" in markdown
 
 
 def test_trend_over_tagged_runs(tracewh, tmp_path):

@@ -84,9 +84,18 @@ def test_a_repeated_annotation_needs_an_occurrence(tracewh, tmp_path):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--rank", "9"], "error: rank 9 of run 'd' is not in the warehouse"),
+    (["--rank", "9"], "error: run 'd' has no rank 9 (its ranks: 0)\n"),
     (["--rank", "0", "--phase", "decode"], "error: rank 0 of run 'd' has no phase 'decode'"),
-    (["--rank", "0", "--step", "ProfilerStep#99"], "error: no step named 'ProfilerStep#99'"),
+    (["--rank", "0", "--step", "ProfilerStep#99"], "error: no step named 'ProfilerStep#99' in "
+     "rank 0 of run 'd', phase 'train' (its 1 step: ProfilerStep#10)\n"),
+    (["--rank", "0", "--from", "5ms"], "error: --from and --to go together"),
+    (["--rank", "0", "--from", "5ms", "--to", "7"],
+     "error: --to '7' is not a time (such as 12.5ms; units ns, us, ms, s)"),
+    (["--rank", "0", "--from", "1.5ns", "--to", "7ns"],
+     "error: --from '1.5ns' is not a whole number of ns"),
+    (["--rank", "0", "--from", "1ms", "--to", "2ms", "--from-ns", "1", "--to-ns", "2"],
+     "error: --from-ns and --from both name a window"),
+    (["--rank", "0", "--from", "100s", "--to", "200s"], "error: no event of rank 0"),
     (["--rank", "0", "--from-ns", "5"], "error: --from-ns and --to-ns go together"),
     (["--rank", "0", "--from-ns", "5", "--to-ns", "9"], "error: no event of rank 0"),
     (["--rank", "0", "--step", "ProfilerStep#10", "--from-ns", "1", "--to-ns", "2"],
@@ -97,6 +106,32 @@ def test_export_mistakes_are_one_line(arguments, message, tracewh, tmp_path):
     result = tracewh("export", "d", *arguments, "--out", tmp_path / "x.json", expect=2)
     assert result.output.startswith(message) and result.output.count("\n") == 1
     assert not (tmp_path / "x.json").exists()
+
+
+def test_a_missing_step_names_the_first_and_last_steps(tracewh, tmp_path):
+    tracewh("ingest", require(SHARED / "hta/trace_filter/sampled_rank-0.json.gz"), "--run", "h",
+            "--phase", "train")
+    result = tracewh("export", "h", "--rank", "0", "--step", "ProfilerStep#5", "--out",
+                     tmp_path / "x.json", expect=2)
+    assert result.output == ("error: no step named 'ProfilerStep#5' in rank 0 of run 'h', phase "
+                             "'train' (its 2 steps: ProfilerStep#551 to ProfilerStep#552)\n")
+
+
+def test_a_window_relative_to_the_capture_start_is_the_absolute_one(tracewh, sql, tmp_path):
+    """--from 12.5ms --to 20ms counts from the capture's first event; it exports what
+    --from-ns/--to-ns export at those epoch times."""
+    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train")
+    (start,) = sql("SELECT min(ts_ns) AS s FROM (SELECT ts_ns FROM cpu_ops UNION ALL "
+                   "SELECT ts_ns FROM runtime UNION ALL SELECT ts_ns FROM kernels)")
+    begin, end = start["s"] + 12_500_000, start["s"] + 20_000_000
+    relative = tracewh("export", "d", "--rank", "0", "--from", "12.5ms", "--to", "20ms",
+                       "--out", tmp_path / "relative.json")
+    tracewh("export", "d", "--rank", "0", "--from-ns", begin, "--to-ns", end,
+            "--out", tmp_path / "absolute.json")
+    assert (tmp_path / "relative.json").read_bytes() == (tmp_path / "absolute.json").read_bytes()
+    assert f"12500000 to 20000000 ns after the capture's start ({begin} to {end} ns)" in \
+        relative.output
+    assert len(json.loads((tmp_path / "relative.json").read_text())["traceEvents"]) > 100
 
 
 @pytest.mark.parametrize("view, window", [

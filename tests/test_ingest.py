@@ -168,6 +168,22 @@ def test_rank_phase_and_run_defaults(tracewh, sql, tmp_path):
                     {"run": "My_Run", "phase": "train", "rank": 1}]
 
 
+def test_a_null_rank_counts_as_absent_and_is_noted(tracewh, sql, tmp_path):
+    """distributedInfo.rank null: the file name's number, else 0, as without one; the trace's
+    warnings say which rank it took and why."""
+    document = json.loads(shared("hta/call_stack/backward_thread.json").read_text())
+    document["distributedInfo"] = {"rank": None, "world_size": 4}
+    for name in ("rank-3.json", "plain.json"):
+        (tmp_path / name).write_text(json.dumps(document))
+        tracewh("ingest", tmp_path / name, "--run", name.split(".")[0])
+    rows = sql("SELECT run, rank, warnings FROM traces ORDER BY run")
+    assert rows == [
+        {"run": "plain", "rank": 0,
+         "warnings": ["distributedInfo.rank is null: rank 0 (none in the file name) (1)"]},
+        {"run": "rank-3", "rank": 3,
+         "warnings": ["distributedInfo.rank is null: rank 3 from the file name (1)"]}]
+
+
 def test_unsafe_names_are_refused(tracewh, warehouse):
     path = shared("hta/call_stack/backward_thread.json")
     for option in (["--run", "../x"], ["--run", "_hidden"], ["--phase", "a b"],
@@ -175,6 +191,12 @@ def test_unsafe_names_are_refused(tracewh, warehouse):
         result = tracewh("ingest", path, *option, expect=2)
         assert result.output.startswith("error: invalid") and "Traceback" not in result.output
     assert not (warehouse / "kernels").exists()
+
+
+def test_a_refused_phase_is_echoed_as_typed(tracewh):
+    result = tracewh("ingest", shared("hta/call_stack/backward_thread.json"), "--phase",
+                     "Bad/Phase", expect=2)
+    assert result.output.startswith("error: invalid phase 'Bad/Phase': use 1-128 letters")
 
 
 def test_reingest_is_a_no_op_and_replace_replaces(tracewh, sql):
@@ -307,8 +329,9 @@ def test_no_field_of_any_event_is_dropped(tracewh, sql, tmp_path):
 
 @pytest.mark.parametrize("content, problem", [
     ('[[1700000000, 1700000001], [[1024, 0], [2048, 0]]]',
-     "not a trace: a JSON array of arrays, not of events; it looks like a PyTorch memory "
-     "timeline"),
+     "not a trace: a JSON array of arrays at byte 0, not of events; it looks like a PyTorch "
+     "memory timeline (export_memory_timeline): ingest the trace that export_chrome_trace or "
+     "on_trace_ready writes\n"),
     ('[1700000000, 1024]', "event 0: not a trace event"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, "oops"]}', "event 1: not a trace event"),
     ('{"traceEvents": [{"ph": "X", "ts": 1}, {"ts": 2, "name": "no ph"}]}',

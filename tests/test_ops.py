@@ -20,10 +20,12 @@ from tracewh.rules import default_rules, rules_fingerprint
 
 from .conftest import (EXAMPLES, SHARED, define_helpers, load_reference, require,
                        written_library_connection)
-from .op_reference import GPU_ACTIVITY, attribution, op_calls, parents
+from .op_reference import attribution, op_calls, parents
 from .reference import ns
 
 PUBLISHED = Path(__file__).resolve().parent / "data" / "tracelens"
+# The categories of device work in the files (the kernels table's, but ranges and waits).
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 OPEN = tracewh.open  # the tests' `tracewh` fixture (the CLI) takes the module's name
 
 # Every trace of ../shared with ops but the three largest (MI300 ResNet, 45k host events; HTA's
@@ -43,6 +45,7 @@ TRACES = {
     "vllm": SHARED / "tracelens/inference/vllm_decode_full_graph_execution.json.gz",
     "gpu-only": SHARED / "tracelens/mi210/gpu_only_trace.json.gz",
     "cpu-only": SHARED / "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    "mtia": Path(__file__).resolve().parent / "data" / "mtia" / "mtia_single_rank.json",
 }
 
 
@@ -146,7 +149,7 @@ def test_gpu_time_is_conserved(run, ops_warehouse):
     activity time, summed from the trace file itself."""
     document = load_reference(require(TRACES[run]))
     whole = sum(ns(e["dur"]) for e in document["traceEvents"]
-                if e.get("ph") == "X" and str(e.get("cat", "")).lower() in GPU_ACTIVITY
+                if e.get("ph") == "X" and str(e.get("cat", "")).lower() in DEVICE_WORK
                 and "dur" in e)
     ops = sum(r["gpu_self_ns"] for r in of_run(ops_warehouse, "op_stats", run))
     unattributed = sum(r["dur_ns"] or 0 for r in of_run(ops_warehouse, "op_kernels", run)
@@ -209,6 +212,22 @@ def test_traces_without_ops(ops_warehouse):
     (outside,) = of_run(ops_warehouse, "module_stats", "gpu-only")
     assert outside["module_path"] is None
     assert outside["gpu_self_ns"] == sum(k["dur_ns"] or 0 for k in gpu)
+
+
+def test_mtia_device_activity_is_attributed_and_dma_is_memory(ops_warehouse):
+    """MTIA's device activity (mtia_ccp_events) goes to the op whose mtia_runtime launch carries
+    its correlation, like a CUDA kernel; its DMA transfers are of class memory (as in HTA)."""
+    kernels = of_run(ops_warehouse, "op_kernels", "mtia")
+    assert sorted((k["name"], k["class"], k["op_name"], k["launch"], k["link"], k["annotation"])
+                  for k in kernels) == sorted(
+        [("mul_kernel_f32", "computation", "aten::mul", "runFunction", "containment",
+          f"ProfilerStep#{n}") for n in (1, 1, 2, 2)]
+        + [("dma_request", "memory", "aten::copy_", "runFunction", "containment",
+            f"ProfilerStep#{n}") for n in (1, 2)])
+    stats = {r["name"]: r for r in of_run(ops_warehouse, "op_stats", "mtia")}
+    assert (stats["aten::mul"]["calls"], stats["aten::mul"]["gpu_kernels"],
+            stats["aten::mul"]["gpu_self_ns"]) == (4, 4, 190_000)
+    assert stats["aten::copy_"]["gpu_self_ns"] == 50_000
 
 
 def test_module_paths_run_outer_to_inner(ops_warehouse):

@@ -51,14 +51,37 @@ def test_ns_columns_show_whole_nanoseconds(run_query):
     assert not float(exact["mean_ns"]).is_integer()
     for fmt in ("table", "markdown"):
         text = run_query(sql, fmt)
-        assert str(round(exact["mean_ns"])) in text, fmt
+        assert f"{round(exact['mean_ns']):,}" in text, fmt
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_doubles_are_shown_with_the_digits_that_tell_them_apart(fmt):
     text = render(["ratio"], [[0.024700070571630206], [0.0247], [0.5]], fmt)
     cells = [line.strip("| ") for line in text.splitlines()[2:5]]
-    assert cells == ["0.0247001", "0.0247", "0.5"]
+    assert cells == ["0.0247001", "0.0247000", "0.5000000"]  # one precision per column
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_a_column_has_one_precision_and_integers_are_grouped(fmt):
+    """0.01359 beside 0.4624 was printed with 5 and 4 decimals; 15531481000 ns without
+    separators."""
+    text = render(["share", "dur_ns", "n"], [[0.01359, 15531481000, 1234567],
+                                             [0.4624, 1500, 3]], fmt)
+    cells = [line.strip("| ").replace(" | ", " ").split() for line in text.splitlines()[2:4]]
+    assert cells == [["0.0136", "15,531,481,000", "1,234,567"], ["0.4624", "1,500", "3"]]
+
+
+def test_units_show_ns_columns_in_that_unit_in_tables_only():
+    rows = [[15531481000, 2.6, 7], [1500, 1.0, 8]]
+    table = render(["dur_ns", "mean_ns", "n"], rows, "table", units="ms")
+    assert table.splitlines()[0].split() == ["dur_ms", "mean_ms", "n"]
+    assert [line.split() for line in table.splitlines()[2:4]] == [
+        ["15,531", "0.000003", "7"], ["0", "0.000001", "8"]]
+    assert render(["dur_ns"], [[1500], [2500]], "markdown", units="us").splitlines()[2:] == \
+        ["| 1.500 |", "| 2.500 |"]
+    assert render(["dur_ns", "mean_ns", "n"], rows, "csv", units="ms") == \
+        "dur_ns,mean_ns,n\n15531481000,2.6,7\n1500,1,8\n"
+    assert json.loads(render(["dur_ns"], [[1500]], "json", units="s")) == [{"dur_ns": 1500}]
 
 
 def test_booleans_are_true_and_false_in_every_text_format(run_query):

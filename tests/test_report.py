@@ -13,6 +13,8 @@ from tracewh.ingest.workers import die_with
 
 from .conftest import EXAMPLES, ROOT, shared
 
+DLRM0_NAME = "worker0_step_12.1694128201545.pt.trace.json.gz"
+
 CHROMIUM = shutil.which("chromium")
 CHARTED = ("overlap", "exposed", "gpu-time", "timeline", "top-kernels", "top-ops",
            "top-gemms", "kernel-histograms", "class-histograms", "rank-skew", "bus-bandwidth",
@@ -65,6 +67,16 @@ def test_the_report_holds_every_section_with_its_numbers(tracewh, sql, two_runs,
     steps = text.split('<section id="steps">')[1].split("</section>")[0]
     colors = set(re.findall(r"stroke: (#[0-9a-f]{6})", steps)) - {"#000000", "#ffffff"}
     assert len(colors) == 8, colors
+
+
+def test_the_report_says_which_ranks_are_missing(tracewh, tmp_path):
+    """Rank 0 of DLRM's 8-rank job: the report's header says 7 of the world's ranks are
+    missing, and which; all 8 ingested, it says none is."""
+    tracewh("ingest", EXAMPLES / DLRM0_NAME, "--run", "one", "--phase", "train")
+    text = report(tracewh, tmp_path, "one")
+    assert "1 of 8 ranks (world size 8; missing: 1-7)" in text
+    tracewh("ingest", EXAMPLES, "--run", "all", "--phase", "train")
+    assert "8 of 8 ranks (world size 8)," in report(tracewh, tmp_path, "all")
 
 
 def test_a_64_rank_report_stays_under_5_mb(warehouse, tmp_path):

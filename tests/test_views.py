@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracewh.dialects import transpile
-from tracewh.library import library, library_in_order
+from tracewh.library import library, library_in_order, public_library
 
 from .conftest import (EXAMPLES, SHARED, load_reference, require, shared,
                        written_library_connection)
@@ -279,6 +279,15 @@ def test_percentiles_stay_exact_in_every_dialect(dialect):
     assert not any("approx" in text.lower() for text in texts)
     exact = sum(text.count("ELEMENT_AT(") for text in texts)
     assert exact == sum(text.count("percentile_disc") for _, text in library().values()) > 0
+
+
+def test_views_listing_wraps_descriptions_whole(tracewh):
+    """Every description is listed whole (wrapped at the terminal's width), none cut."""
+    listing = tracewh("views").output
+    assert "…" not in listing
+    words = " ".join(listing.split())
+    for name, (description, _) in public_library().items():
+        assert f"{name} {' '.join(description.split())}" in words, name
 
 
 def test_views_command_lists_and_transpiles(tracewh):

@@ -34,7 +34,8 @@ from .schema import PARTITION_COLUMNS
 
 LOG_DIR = "_delta_log"
 # The `traces` columns whose values each file's statistics hold (its one row's).
-ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at")
+ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at",
+             "world_size")
 CHECKPOINT_INTERVAL = 100
 # The add action's tag of its file's sha256 (the hex digest of its bytes), which `refresh`
 # checks every live file against: a file rewritten with the same rows and size has another.

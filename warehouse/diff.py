@@ -273,7 +273,7 @@ def render_diff(report, fmt, terminal=False):
         base, new = _sides(report)
         parts = [f"### tracewh diff: `{base}` → `{new}`\n",
                  _summary_line(report) + "\n\n"]
-        parts += [f"{output.markdown_cell(line, output.MARKDOWN_WHOLE)}\n\n"
+        parts += [f"{output.markdown_cell(line)}\n\n"
                   for line in _header_lines(report)]
         if changed:
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",

@@ -15,6 +15,7 @@ the launch calls of every kernel it keeps, and the flows whose ends all fall ins
 those kernels and launches.
 """
 
+import decimal
 import gzip
 import re
 from dataclasses import dataclass
@@ -66,6 +67,23 @@ class WindowChoice:
     from_ns: int | None = None
     to_ns: int | None = None
     trace_id: str | None = None
+    relative: bool = False  # from_ns and to_ns count from the capture's start
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s)")
+_NS_PER = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
+
+
+def parse_duration(text, option):
+    """Integer ns of a time with its unit ('12.5ms' -> 12500000), exact (no float), or a
+    UsageError naming `option`."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise UsageError(f"{option} {text!r} is not a time (such as 12.5ms; units ns, us, ms, s)")
+    ns = decimal.Decimal(match.group(1)) * _NS_PER[match.group(2)]
+    if ns != ns.to_integral_value():
+        raise UsageError(f"{option} {text!r} is not a whole number of ns")
+    return int(ns)
 
 
 def micros(ns):
@@ -82,13 +100,20 @@ def resolve_window(connection, run, phase, rank, choice):
         return _named_window(connection, where, choice)
     traces = _traces(connection, where, choice)
     if choice.from_ns is None:
-        if len(traces) > 1:
-            raise UsageError(f"rank {rank} of run {run!r} has {len(traces)} captures "
-                             f"({', '.join(traces)}): pick one", cli_hint=" with --trace")
-        return Window(where, traces[0])
+        return Window(where, _only(where, traces))
     if choice.from_ns >= choice.to_ns:
         raise UsageError("the window must start before it ends",
-                         cli_hint=" (--from-ns before --to-ns)")
+                         cli_hint=" (--from before --to)" if choice.relative else
+                         " (--from-ns before --to-ns)")
+    if choice.relative:
+        trace = _only(where, traces)
+        start = _capture_start(connection, where, trace)
+        traces = [trace]
+        label = (f"{choice.from_ns} to {choice.to_ns} ns after the capture's start "
+                 f"({start + choice.from_ns} to {start + choice.to_ns} ns)")
+        choice = WindowChoice(from_ns=start + choice.from_ns, to_ns=start + choice.to_ns)
+    else:
+        label = f"{choice.from_ns} to {choice.to_ns} ns"
     inside = [trace for trace in traces
               if _events_in(connection, where, trace, choice.from_ns, choice.to_ns)]
     if not inside:
@@ -97,8 +122,28 @@ def resolve_window(connection, run, phase, rank, choice):
     if len(inside) > 1:
         raise UsageError(f"the window holds events of {len(inside)} captures "
                          f"({', '.join(inside)}): pick one", cli_hint=" with --trace")
-    return Window(where, inside[0], choice.from_ns, choice.to_ns,
-                  f"{choice.from_ns} to {choice.to_ns} ns")
+    return Window(where, inside[0], choice.from_ns, choice.to_ns, label)
+
+
+def _only(where, traces):
+    """The rank's one capture, or a UsageError asking for --trace."""
+    if len(traces) > 1:
+        raise UsageError(f"rank {where[2]} of run {where[0]!r} has {len(traces)} captures "
+                         f"({', '.join(traces)}): pick one", cli_hint=" with --trace")
+    return traces[0]
+
+
+def _timed(columns):
+    """The capture's events with a time: cpu_ops, kernels and runtime rows."""
+    return " UNION ALL ".join(f"SELECT {columns} FROM {table} WHERE {_SCOPE}"
+                              for table in ("cpu_ops", "kernels", "runtime"))
+
+
+def _capture_start(connection, where, trace_id):
+    """The capture's start, which --from and --to count from: its first event's ts_ns."""
+    (start,) = connection.execute(f"SELECT min(ts_ns) FROM ({_timed('ts_ns')})",
+                                  _parameters(where, trace_id)).fetchone()
+    return start or 0
 
 
 def _traces(connection, where, choice):
@@ -119,10 +164,8 @@ def _parameters(where, trace_id, **more):
 
 
 def _events_in(connection, where, trace_id, start, end):
-    timed = " UNION ALL ".join(f"SELECT ts_ns, dur_ns FROM {table} WHERE {_SCOPE}"
-                               for table in ("cpu_ops", "kernels", "runtime"))
     (count,) = connection.execute(
-        f"SELECT count(*) FROM ({timed}) WHERE {_overlaps(has_dur=True)}",
+        f"SELECT count(*) FROM ({_timed('ts_ns, dur_ns')}) WHERE {_overlaps(has_dur=True)}",
         _parameters(where, trace_id, start=start, end=end)).fetchone()
     return count
 
@@ -147,7 +190,7 @@ def _named_window(connection, where, choice):
         found = [row for row in found if row[0] == choice.trace_id]
     if not found:
         raise UsageError(f"no {kind} named {name!r} in rank {where[2]} of run {where[0]!r}, "
-                         f"phase {where[1]!r}")
+                         f"phase {where[1]!r}{_steps_there(connection, where, kind)}")
     if choice.occurrence is None and len(found) > 1:
         raise UsageError(f"{kind} {name!r} occurs {len(found)} times in rank {where[2]} of run "
                          f"{where[0]!r}: pick one{HINT} (in time order)",
@@ -159,6 +202,22 @@ def _named_window(connection, where, choice):
     trace_id, start, end = found[number - 1]
     return Window(where, trace_id, start, end, f"{kind} {name}" + (
         f" (occurrence {number})" if len(found) > 1 else ""))
+
+
+def _steps_there(connection, where, kind):
+    """' (its 12 steps: ProfilerStep#3 to ProfilerStep#14)': what --step can name instead."""
+    if kind != "step":
+        return ""
+    count, first, last = connection.execute(
+        "SELECT count(*), arg_min(name, ts_ns), arg_max(name, ts_ns) FROM cpu_ops "
+        "WHERE run = $run AND phase = $phase AND rank = $rank AND dur_ns IS NOT NULL "
+        "AND name LIKE 'ProfilerStep#%'",
+        {"run": where[0], "phase": where[1], "rank": where[2]}).fetchone()
+    if count == 0:
+        return " (it has no ProfilerStep#N)"
+    if count == 1:
+        return f" (its 1 step: {first})"
+    return f" (its {count:,} steps: {first} to {last})"
 
 
 def export_window(connection, window, out_path):

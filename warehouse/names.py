@@ -26,8 +26,8 @@ def check_name(kind, value):
 
 def check_phase(value):
     """A phase name, case-folded: `Train` and `train` are one phase (file names give lower-case
-    words, users type either)."""
-    return check_name("phase", value.lower() if isinstance(value, str) else value)
+    words, users type either). A refusal echoes `value` as typed."""
+    return check_name("phase", value).lower()
 
 
 def rank_problem(value):

@@ -1,17 +1,19 @@
 """Rendering result rows as a terminal table, CSV, JSON or Markdown.
 
-JSON keeps integers as integers (nanoseconds are never turned into floats) and CSV and JSON keep
-every digit of a double; the terminal table and Markdown show a double in a `*_ns` column as
-whole nanoseconds (a mean of integer times), and other doubles to four significant digits, or as
-many more as it takes to tell the column's values apart, in plain notation (no exponent beside
-integer columns). Booleans are `true` and `false` in every text format, as DuckDB's own CSV
+JSON keeps integers as integers (nanoseconds are never turned into floats) and CSV, JSON and
+Parquet keep every digit of a value; the terminal table and Markdown are for reading: integers
+with thousands separators, a double in a `*_ns` column as whole nanoseconds (a mean of integer
+times), other doubles with one number of decimals per column (four significant digits of its
+largest value, or as many more as it takes to tell the column's values apart), in plain
+notation; with `units` (us, ms, s) every `*_ns` column is shown in that unit, exactly (at most
+to the ns), under its name with the unit's suffix (dur_ns -> dur_ms). Booleans are `true` and `false` in every text format, as DuckDB's own CSV
 writer and JSON print them. The terminal table right-aligns
 numbers, shortens long cells with an ellipsis, can stop after a number of rows, and drops columns
 that do not fit the terminal's width, saying what it left out.
 
 Markdown is pasted into pull-request and CI comments, where trace content (kernel names, any
 string a query returns) must stay text: every cell goes through `markdown_cell`, which escapes
-it and caps it at MARKDOWN_CELL characters (a diff's names at MARKDOWN_WHOLE). The terminal
+it and never cuts it (a name cut with an ellipsis is no name to search for). The terminal
 table caps a cell at MAX_CELL characters (a diff's names are cut in the middle to what the
 width leaves); csv and json keep every character (csv printed to a terminal shows control
 characters as \\xNN, as the table does: an ESC in a kernel name would drive the terminal).
@@ -35,11 +37,7 @@ from .errors import UsageError, escaped, printable
 
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48  # characters of a terminal table's cell
-MARKDOWN_CELL = 200  # characters of a Markdown cell (before escaping); the full text is in json
-# characters of a Markdown cell that must not be cut (a diff's kernel names): real names run
-# to a few thousand (1,956 in HTA's trace_filter); a longer one is hostile, and a pull-request
-# comment holds 65,536 characters in all
-MARKDOWN_WHOLE = 16_384
+UNITS = {"ns": 0, "us": 3, "ms": 6, "s": 9}  # a unit for `*_ns` columns: its power of ten in ns
 
 
 def json_default(value):
@@ -50,9 +48,8 @@ def json_default(value):
     return str(value)
 
 
-def _cell(value, exact=False, digits=4, whole=False):
-    """A value as text. A double: every digit when `exact`, else rounded to whole units when
-    `whole` (nanoseconds), else to `digits` significant digits."""
+def _cell(value, exact=False):
+    """A value as text, every digit of it (csv; and the cells that are not numbers)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -62,32 +59,61 @@ def _cell(value, exact=False, digits=4, whole=False):
             return repr(value)
         if value.is_integer() and abs(value) < 2**53:
             return str(int(value))  # a whole number of ns stored as a double
-        if exact:
-            return repr(value)
-        if whole:
-            return str(round(value))
-        return format(decimal.Decimal(f"{value:.{digits}g}"), "f")  # 1.234e+07 -> 12340000
+        return repr(value) if exact else format(decimal.Decimal(repr(value)), "f")
     if isinstance(value, (list, dict)):
         return json.dumps(value, default=json_default)
     return str(value)
 
 
-def _column_cells(name, values):
-    """The column's values as text for a table or Markdown: `*_ns` doubles in whole ns, other
-    doubles to the fewest significant digits (4 at least) that keep different values apart
-    (0.0247 and 0.02470007 are not shown alike)."""
-    whole = name.endswith("_ns")
-    doubles = {v for v in values if isinstance(v, float) and math.isfinite(v)}
-    digits = 4
-    while not whole and digits < 17 and len({_cell(v, digits=digits) for v in doubles}) < len(
-            doubles):
-        digits += 1
-    return [_cell(v, digits=digits, whole=whole) for v in values]
+def _figure(value):
+    """A finite number as an exact Decimal, or None (not a number, NaN, infinite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    number = decimal.Decimal(value)  # exact: a double's every binary digit
+    return number if number.is_finite() else None
 
 
-def _rows_as_text(columns, rows):
+def _decimals(figures, most):
+    """The decimals a column shows: 0 for whole numbers; else four significant digits of the
+    largest, or more while different values would look alike; at most `most`."""
+    if all(f == f.to_integral_value() for f in figures):
+        return 0
+    largest = max(abs(f) for f in figures)
+    places = max(0, 4 - (largest.adjusted() + 1)) if largest else 0
+    distinct = set(figures)
+    while places < most and len({round(f, places) for f in distinct}) < len(distinct):
+        places += 1
+    return min(places, most)
+
+
+def _column_cells(name, values, units=None):
+    """The column's values as text for a table or Markdown, one number of decimals for the
+    whole column (`_decimals`), thousands separated; a `*_ns` column in whole ns, or in
+    `units` to the ns (a double, a mean of ns, to the ns too)."""
+    figures = [_figure(v) for v in values]
+    numbers = [f for f in figures if f is not None]
+    if not numbers:
+        return [_cell(v) for v in values]
+    timed = name.endswith("_ns")
+    scale = UNITS[units] if timed and units else 0
+    if scale:
+        figures = [f if f is None else f.scaleb(-scale) for f in figures]
+        numbers = [f.scaleb(-scale) for f in numbers]
+    places = _decimals(numbers, scale if timed else 17)
+    return [_cell(v) if f is None else f"{round(f, places):,.{places}f}"
+            for v, f in zip(values, figures)]
+
+
+def _header(name, units):
+    """A column's name as a table shows it: `*_ns` with the unit's suffix when converted."""
+    return f"{name[:-3]}_{units}" if units and name.endswith("_ns") else name
+
+
+def _rows_as_text(columns, rows, units=None):
     """[[cell text]] of the rows, each column formatted as a whole (see _column_cells)."""
-    by_column = [_column_cells(str(name), [row[i] for row in rows])
+    by_column = [_column_cells(str(name), [row[i] for row in rows], units)
                  for i, name in enumerate(columns)]
     return [list(cells) for cells in zip(*by_column)] if rows else []
 
@@ -96,14 +122,16 @@ def _numeric(value):
     return isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool)
 
 
-def render(columns, rows, fmt="table", width=None, max_rows=0, squeeze=None, terminal=False):
+def render(columns, rows, fmt="table", width=None, max_rows=0, squeeze=None, terminal=False,
+           units=None):
     """The rows as text in `fmt`. A table shows at most `max_rows` rows (0: all) and says how
     many it left out; the other formats always hold every row. csv keeps every character, but
     for a `terminal`, where it shows its cells' control characters as \\xNN (as the table).
     `squeeze`, a pair of column names (a long text column, the last column that must show),
     makes a table cut the first in the middle to what the columns up to the second leave of the
-    width (a diff's kernel names beside their deltas and counts in an 80-column CI log), and
-    Markdown keep it whole (up to MARKDOWN_WHOLE characters)."""
+    width (a diff's kernel names beside their deltas and counts in an 80-column CI log).
+    `units` (a key of UNITS) shows a table's or Markdown's `*_ns` columns in that unit; csv and
+    json keep the ns."""
     if fmt == "json":
         return json.dumps([dict(zip(columns, row)) for row in rows], indent=2,
                           default=json_default) + "\n"
@@ -115,19 +143,17 @@ def render(columns, rows, fmt="table", width=None, max_rows=0, squeeze=None, ter
         writer.writerows([[shown(_cell(v, exact=True)) for v in row] for row in rows])
         return buffer.getvalue()
     if fmt == "markdown":
-        return _markdown(columns, rows, whole=squeeze[0] if squeeze else None)
+        return _markdown(columns, rows, units)
     return _table(columns, rows, width or shutil.get_terminal_size((120, 24)).columns, max_rows,
-                  squeeze)
+                  squeeze, units)
 
 
-def _markdown(columns, rows, whole=None):
-    """Markdown's table; the column `whole` is cut at MARKDOWN_WHOLE characters only."""
-    limits = [MARKDOWN_WHOLE if c == whole else MARKDOWN_CELL for c in columns]
-    lines = ["| " + " | ".join(markdown_cell(str(c)) for c in columns) + " |",
+def _markdown(columns, rows, units=None):
+    lines = ["| " + " | ".join(markdown_cell(_header(str(c), units)) for c in columns) + " |",
              "|" + "|".join("---:" if rows and _numeric(rows[0][i]) else "---"
                             for i in range(len(columns))) + "|"]
-    lines += ["| " + " | ".join(markdown_cell(cell, limit) for cell, limit in zip(row, limits))
-              + " |" for row in _rows_as_text(columns, rows)]
+    lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |"
+              for row in _rows_as_text(columns, rows, units)]
     return "\n".join(lines) + "\n"
 
 
@@ -144,12 +170,12 @@ _PUNCTUATION = re.compile(r"([\\`*_~\[\]()!#$|])")
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
-def markdown_cell(text, limit=MARKDOWN_CELL):
-    """`text` as inert GitHub-flavoured Markdown in one table cell: on one line, at most
-    `limit` characters (with an ellipsis), no HTML, no emphasis, code, link,
-    image, autolink, mention or issue reference; it renders as the same visible characters.
-    A kernel name is the profiled program's text, and a diff goes into shared comments."""
-    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, limit))
+def markdown_cell(text):
+    """`text` as inert GitHub-flavoured Markdown in one table cell: on one line, whole (never
+    cut), no HTML, no emphasis, code, link, image, autolink, mention or issue reference; it
+    renders as the same visible characters. A kernel name is the profiled program's text, and
+    a diff goes into shared comments."""
+    text = _LINKS.sub(r"\1" + WORD_JOINER, _shorten(text, math.inf))
     return _PUNCTUATION.sub(r"\\\1", text).translate(_HTML)
 
 
@@ -205,13 +231,15 @@ def _squeezed(column, room):
     return [shorten_middle(text, width) for text in column]
 
 
-def _table(columns, rows, width, max_rows=0, squeeze=None):
+def _table(columns, rows, width, max_rows=0, squeeze=None, units=None):
     total = len(rows)
     if max_rows and total > max_rows:
         rows = rows[:max_rows]
-    text = _rows_as_text(columns, rows)
-    columns_text = [[row[i] for row in text] for i in range(len(columns))]
+    text = _rows_as_text(columns, rows, units)
     squeezed = columns.index(squeeze[0]) if squeeze else None
+    last_shown = columns.index(squeeze[1]) if squeeze else None
+    columns = [_header(str(c), units) for c in columns]
+    columns_text = [[row[i] for row in text] for i in range(len(columns))]
     columns_text = [column if i == squeezed else _shortened(column)
                     for i, column in enumerate(columns_text)]
 
@@ -219,7 +247,7 @@ def _table(columns, rows, width, max_rows=0, squeeze=None):
         return max([len(str(columns[i]))] + [len(cell) for cell in columns_text[i]])
 
     if squeeze:
-        others = range(columns.index(squeeze[1]) + 1)
+        others = range(last_shown + 1)
         room = width - sum(width_of(i) + 2 for i in others if i != squeezed)
         columns_text[squeezed] = _squeezed(columns_text[squeezed], room)
     cells = [list(row) for row in zip(*columns_text)] if rows else []

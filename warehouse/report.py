@@ -907,9 +907,9 @@ window.addEventListener("load", function () {
 
 
 def _page(connection, run, phases, base, sections):
-    ranks, traces, events = connection.execute(
-        "SELECT count(DISTINCT rank), count(*), sum(events) FROM traces "
-        "WHERE run = ? AND list_contains(?, phase)", [run, phases]).fetchone()
+    present, world, traces, events = connection.execute(
+        "SELECT list(DISTINCT rank ORDER BY rank), max(world_size), count(*), sum(events) "
+        "FROM traces WHERE run = ? AND list_contains(?, phase)", [run, phases]).fetchone()
     named = (f"phase {html.escape(phases[0])}" if len(phases) == 1 else
              "phases " + ", ".join(html.escape(p) for p in phases))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -918,7 +918,7 @@ def _page(connection, run, phases, base, sections):
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>tracewh report: {html.escape(run)}</title><style>{_STYLE}</style></head><body>",
         f"<header><h1>Run {html.escape(run)}, {named}</h1>",
-        f"<p class=\"facts\">{ranks} rank{'s' if ranks != 1 else ''}, {traces} trace file"
+        f"<p class=\"facts\">{_ranks_present(present, world)}, {traces} trace file"
         f"{'s' if traces != 1 else ''}, {events:,} events{against}. Times in ms unless a "
         f"column says otherwise. Made by tracewh on {now}.</p><nav>",
         *(f"<a href=\"#{s.key}\">{html.escape(s.title)}</a>" for s in sections),
@@ -927,6 +927,20 @@ def _page(connection, run, phases, base, sections):
         f"<script>{_SCRIPT}</script></body></html>\n",
     ]
     return "".join(parts)
+
+
+def _ranks_present(present, world):
+    """'1 of 16 ranks (world size 16; missing: 1-15)': what the run holds of its job, the
+    ranks with no trace named (figures over the ranks cover only those present)."""
+    if not world or world <= 0:
+        return f"{len(present)} rank{'s' if len(present) != 1 else ''}"
+    gaps, expected = [], 0  # (first, last) of each run of missing ranks; a world size of
+    for rank in [r for r in present if r < world] + [world]:  # 2**31 - 1 is never listed
+        if rank > expected:
+            gaps.append(str(expected) if rank - 1 == expected else f"{expected}-{rank - 1}")
+        expected = rank + 1
+    gap = f"; missing: {', '.join(gaps)}" if gaps else ""
+    return f"{len(present)} of {world} ranks (world size {world}{gap})"
 
 
 def _section(section):

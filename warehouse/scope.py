@@ -58,6 +58,10 @@ def choose_phase(connection, run, phase, rank=None):
         f"SELECT DISTINCT phase FROM traces WHERE {where} ORDER BY phase", values).fetchall()]
     subject = f"run {run!r}" if rank is None else f"rank {rank} of run {run!r}"
     if not phases:
+        ranks = [] if rank is None else [row[0] for row in connection.execute(
+            "SELECT DISTINCT rank FROM traces WHERE run = ? ORDER BY rank", [run]).fetchall()]
+        if ranks:
+            raise UsageError(f"run {run!r} has no rank {rank} (its ranks: {rank_ranges(ranks)})")
         raise UsageError(f"{subject} is not in the warehouse{HINT}", *_runs_listed("the runs"))
     if phase is None:
         if len(phases) > 1:

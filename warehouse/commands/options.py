@@ -13,6 +13,11 @@ from ..names import check_phase
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
                              default="table", show_default=True, help="Output format.")
 
+UNITS_OPTION = click.option(
+    "--units", type=click.Choice(list(output.UNITS)),
+    help="Show the *_ns columns of a table or Markdown in this unit (dur_ns as dur_ms); csv, "
+         "json and Parquet keep exact ns.")
+
 RULES_OPTION = click.option(
     "--rules", type=click.Path(exists=True, dir_okay=False),
     help="TOML file of kernel classification rules, tried before the defaults "

@@ -6,8 +6,8 @@ import click
 
 from .. import output
 from ..errors import printable
-from .options import (FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, echo, pass_warehouse,
-                      to_terminal)
+from .options import (FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, UNITS_OPTION, echo,
+                      pass_warehouse, to_terminal)
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
 TERMINAL_ROWS = 40
@@ -28,10 +28,11 @@ TERMINAL_ROWS = 40
               help="Give the SQL DuckDB's full access: statements other than SELECT "
                    "(COPY, ATTACH, INSTALL, SET...) and files and URLs outside the "
                    "warehouse's tables, which a query otherwise cannot read.")
+@UNITS_OPTION
 @RULES_OPTION
 @PEAKS_OPTION
 @pass_warehouse
-def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
+def query(warehouse, sql, fmt, out_path, max_rows, allow_write, units, rules, peaks):
     """Run SQL over every table and view; print the result.
 
     SQL is one or more statements; `-` reads them from stdin. A table (or Markdown) shows the
@@ -55,7 +56,7 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
     if max_rows is None:
         max_rows = TERMINAL_ROWS if to_terminal(out_path) else 0
     if fmt in ("table", "markdown"):
-        text = "\n".join(output.render(columns, rows, fmt, max_rows=max_rows)
+        text = "\n".join(output.render(columns, rows, fmt, max_rows=max_rows, units=units)
                          for columns, rows in results)
     else:
         if len(results) > 1:
@@ -67,8 +68,10 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, rules, peaks):
 
 @click.command()
 @FORMAT_OPTION
+@UNITS_OPTION
 @pass_warehouse
-def runs(warehouse, fmt):
-    """List the runs: phases, ranks, files, events and tags."""
+def runs(warehouse, fmt, units):
+    """List the runs: phases, ranks of the world size and those missing, files, events and
+    tags."""
     columns, rows = warehouse.runs_table()
-    echo(output.render(columns, rows, fmt, terminal=to_terminal()))
+    echo(output.render(columns, rows, fmt, terminal=to_terminal(), units=units))

@@ -1,6 +1,7 @@
 """`tracewh views`: the SQL library, listed, printed in a dialect, or as a runnable script."""
 
 import shutil
+import textwrap
 
 import click
 
@@ -50,10 +51,10 @@ def views(warehouse, name, dialect, as_script, rules, peaks):
         return
     chosen = {name: modules[name]} if name else modules
     if dialect is None and name is None:
-        width = shutil.get_terminal_size((100, 24)).columns
-        for view_name, (description, _) in chosen.items():
-            line = f"{view_name:<24} {description}"
-            click.echo(line if len(line) <= width else line[: width - 1] + "…")
+        width = max(shutil.get_terminal_size((100, 24)).columns, 60)
+        for view_name, (description, _) in chosen.items():  # wrapped, never cut
+            click.echo(textwrap.fill(f"{view_name:<24} {description}", width,
+                                     subsequent_indent=" " * 25, break_long_words=False))
         return
     for view_name, (_, text) in chosen.items():
         click.echo(transpile(text, dialect or "duckdb"))

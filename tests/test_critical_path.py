@@ -3,6 +3,7 @@ against HTA's own figures on real traces (tests/data/critical_path/hta.toml, pro
 running HTA), and its longest path against a plain reference on generated graphs."""
 
 import collections
+import json
 import tomllib
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from tracewh.ingest.critical_path import BLOCKING, COLUMNS, _longest_path, path_table
 
-from .conftest import SHARED, connect, require
+from .conftest import EXAMPLES, SHARED, connect, require
 
 HTA = tomllib.loads((Path(__file__).parent / "data" / "critical_path" / "hta.toml")
                     .read_text())
@@ -129,3 +130,26 @@ def test_longest_path_equals_the_plain_reference(graph):
     path = _longest_path(size, src, dst, weight)
     assert all(dst[a] == src[b] for a, b in zip(path, path[1:]))
     assert sum(int(weight[e]) for e in path) == _reference_length(size, edges)
+
+
+def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
+    """Over DLRM's 8 ranks the job's path is the longest rank path of the step; `tracewh
+    critical-path` prints its breakdown and its longest events, or one rank's."""
+    tracewh("ingest", EXAMPLES, "--run", "dlrm")
+    lengths = sql("SELECT rank, sum(ns) AS ns FROM rank_critical_path GROUP BY rank "
+                  "ORDER BY ns DESC, rank")
+    assert len(lengths) == 8
+    job = sql("SELECT DISTINCT rank FROM critical_path")
+    assert job == [{"rank": lengths[0]["rank"]}]
+    total = sql("SELECT sum(ns) AS ns FROM critical_path_breakdown")[0]["ns"]
+    assert total == lengths[0]["ns"]
+    found = json.loads(tracewh("critical-path", "dlrm", "--format", "json", "--top", "3").stdout)
+    assert sum(row["ns"] for row in found["breakdown"]) == total
+    assert len(found["segments"]) == 3
+    assert found["segments"][0]["ns"] >= found["segments"][-1]["ns"]
+    one = json.loads(tracewh("critical-path", "dlrm", "--rank", "0", "--step",
+                             "ProfilerStep#10", "--format", "json").stdout)
+    assert {(r["bound_by"], r["ns"]) for r in one["breakdown"]} == {
+        (name, us * 1000) for name, us in HTA["dlrm-worker0"]["breakdown_us"].items()}
+    refused = tracewh("critical-path", "nope", expect=2)
+    assert "unknown run 'nope'" in refused.stderr

@@ -6,7 +6,7 @@
 -- Columns:
 --   run, phase   partition
 --   step         the step, NULL for traces without steps
---   bound_by     the class of the edges (see rank_critical_path)
+--   bound_by     the class of the edges (see critical_path)
 --   ns           their time on the path, ns
 --   share        ns / the path's length (DOUBLE, 0..1); NULL for a path of length 0
 CREATE OR REPLACE VIEW critical_path_breakdown AS

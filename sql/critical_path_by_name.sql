@@ -9,7 +9,7 @@
 --   step         the step, NULL for traces without steps
 --   rank         the rank the time ran on
 --   name         the event's name
---   bound_by     the class of the time (see rank_critical_path)
+--   bound_by     the class of the time (see critical_path)
 --   ns           its time on the path, ns
 CREATE OR REPLACE VIEW critical_path_by_name AS
 SELECT run, phase, step, rank, name, bound_by, CAST(sum(ns) AS BIGINT) AS ns

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tracewh.ingest.critical_path import BLOCKING, COLUMNS, _longest_path, path_table
 
-from .conftest import EXAMPLES, SHARED, connect, require
+from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 
 HTA = tomllib.loads((Path(__file__).parent / "data" / "critical_path" / "hta.toml")
                     .read_text())
@@ -133,16 +133,26 @@ def test_longest_path_equals_the_plain_reference(graph):
 
 
 def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
-    """Over DLRM's 8 ranks the job's path is the longest rank path of the step; `tracewh
-    critical-path` prints its breakdown and its longest events, or one rank's."""
+    """Over DLRM's 8 ranks the job's path is the path of the rank that is the longest once
+    the time it waited in matched collectives is left out: rank 0's, though rank 1's own path
+    is longer, most of it waits. `tracewh critical-path` prints its breakdown and its longest
+    events, or one rank's."""
     tracewh("ingest", EXAMPLES, "--run", "dlrm")
-    lengths = sql("SELECT rank, sum(ns) AS ns FROM rank_critical_path GROUP BY rank "
-                  "ORDER BY ns DESC, rank")
-    assert len(lengths) == 8
-    job = sql("SELECT DISTINCT rank FROM critical_path")
-    assert job == [{"rank": lengths[0]["rank"]}]
+    paths = sql("SELECT rank, seq, start_ns, end_ns, ns, bound_by FROM rank_critical_path")
+    waits = {(w["rank"], w["start_ns"], w["start_ns"] + w["dur_ns"]): w["wait_ns"] for w in sql(
+        "SELECT rank, start_ns, dur_ns, wait_ns FROM collective_waits WHERE matched")}
+    own, waited = collections.Counter(), collections.Counter()
+    for edge in paths:
+        own[edge["rank"]] += edge["ns"]
+        if edge["bound_by"] == "gpu_communication_bound":
+            waited[edge["rank"]] += min(edge["ns"], waits.get(
+                (edge["rank"], edge["start_ns"], edge["end_ns"]), 0))
+    chosen = max(sorted(own), key=lambda rank: own[rank] - waited[rank])
+    assert (chosen, max(own, key=own.get)) == (0, 1) and waited[1] > 4_000_000
+    job = sql("SELECT rank, bound_by, ns FROM critical_path")
+    assert {r["rank"] for r in job} == {0}
     total = sql("SELECT sum(ns) AS ns FROM critical_path_breakdown")[0]["ns"]
-    assert total == lengths[0]["ns"]
+    assert total == own[0] == sum(r["ns"] for r in job)
     found = json.loads(tracewh("critical-path", "dlrm", "--format", "json", "--top", "3").stdout)
     assert sum(row["ns"] for row in found["breakdown"]) == total
     assert len(found["segments"]) == 3
@@ -153,3 +163,56 @@ def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
         (name, us * 1000) for name, us in HTA["dlrm-worker0"]["breakdown_us"].items()}
     refused = tracewh("critical-path", "nope", expect=2)
     assert "unknown run 'nope'" in refused.stderr
+
+
+DELAY_US = 3000
+
+
+def _shifted(events, grown, delay_us):
+    """`events` with `delay_us` inserted at the end of event `grown` (an index): it, the host
+    events of its thread around it and the step around it last `delay_us` longer, and every
+    event starting from its end on starts `delay_us` later."""
+    first = events[grown]
+    at_us = first["ts"] + first["dur"]
+    for index, event in enumerate(events):
+        if "ts" not in event:
+            continue
+        if event["ts"] >= at_us:
+            event["ts"] += delay_us
+            continue
+        around = "dur" in event and event["ts"] + event["dur"] >= at_us
+        host = event.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime")
+        if index == grown or around and (
+                host and event.get("tid") == first["tid"]
+                or event.get("name", "").startswith("ProfilerStep#")):
+            event["dur"] += delay_us
+
+
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+    """Two ranks made from DLRM's rank 0: rank 1 spends DELAY_US more in an op of its path
+    before a collective, and rank 0's copy of that collective lasts DELAY_US longer (it waited
+    for rank 1). The job's path is rank 1's, DELAY_US longer than the rank's own path was;
+    rank 0's path grew too, by the wait, which the job's path does not take."""
+    source = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+    tracewh("ingest", source, "--run", "base")
+    base_ns = sql("SELECT sum(ns) AS ns FROM rank_critical_path")[0]["ns"]
+    # The host op the base path spends the most time in, and the first collective after it.
+    op = sql("SELECT event_id, end_ns FROM rank_critical_path WHERE event_table = 'cpu_ops' "
+             "GROUP BY ALL ORDER BY sum(ns) DESC, event_id LIMIT 1")[0]
+    collective = sql(f"SELECT k.event_index FROM kernels AS k JOIN collective_waits AS w "
+                     f"ON w.start_ns = k.ts_ns WHERE k.ts_ns >= {op['end_ns']} "
+                     f"ORDER BY k.ts_ns LIMIT 1")[0]["event_index"]
+    for rank in (0, 1):
+        document = load_reference(source)
+        document["distributedInfo"].update(rank=rank, world_size=2)
+        events = document["traceEvents"]
+        _shifted(events, op["event_id"] if rank == 1 else collective, DELAY_US)
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(document, default=str))
+    tracewh("ingest", tmp_path / "rank0.json", tmp_path / "rank1.json", "--run", "job")
+    ranks = {r["rank"]: r["ns"] for r in sql(
+        "SELECT rank, sum(ns) AS ns FROM rank_critical_path WHERE run = 'job' GROUP BY rank")}
+    assert ranks[1] == base_ns + DELAY_US * 1000
+    job = sql("SELECT rank, bound_by, ns FROM critical_path WHERE run = 'job'")
+    assert {r["rank"] for r in job} == {1}
+    assert sum(r["ns"] for r in job) == base_ns + DELAY_US * 1000
+    assert not [r for r in job if r["bound_by"] == "gpu_communication_wait"]

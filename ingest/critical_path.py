@@ -42,8 +42,6 @@ to us), CPU-only traces get their CPU path (HTA fails), and context, stream and 
 synchronisations (cuda_sync events) add no edges yet.
 """
 
-import collections
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -93,18 +91,22 @@ def path_table(staged, trace_id, kernel_names):
     work = _Work(staged["kernels"], kernel_names, host)
     windows = _steps(staged["cpu_ops"]) or [
         (None, None, int(host.ts.min()), int(host.end.max()))]
-    rows = collections.defaultdict(list)
-    for _, step, start, end in windows:
-        for seq, edge in enumerate(_Graph(host, work, start, end).path()):
-            rows["step"].append(step)
-            rows["seq"].append(seq)
-            for column, value in zip(("bound_by", "ns", "start_ns", "end_ns", "name",
-                                      "event_table", "event_index"), edge):
-                rows[column].append(value)
     schema = TABLES["critical_path_edges"].schema
-    rows["trace_id"] = [trace_id] * len(rows["seq"])
-    return pa.table({name: pa.array(rows[name], schema.field(name).type)
-                     for name in schema.names})
+    parts = []
+    for _, step, start, end in windows:
+        path = _Graph(host, work, start, end).path()
+        size = len(path["ns"])
+        valid = pa.array(path.pop("valid"))
+        columns = {"trace_id": pa.array([trace_id] * size, pa.string()),
+                   "step": pa.array([step] * size, pa.string()),
+                   "seq": pa.array(np.arange(size, dtype=np.int64))}
+        for name, values in path.items():
+            column = pa.array(values, schema.field(name).type)
+            if name == "event_index":  # NULL where the edge has no event (a launch delay)
+                column = pc.if_else(valid, column, pa.scalar(None, pa.int64()))
+            columns[name] = column
+        parts.append(pa.table(columns).select(schema.names).cast(schema))
+    return pa.concat_tables(parts)
 
 
 class _Host:
@@ -131,7 +133,7 @@ class _Host:
         self.thread, self.table = thread[order], table_code[order]
         self.index = index[order]
         names = contiguous(column("name")).filter(pa.array(keep)).take(pa.array(order))
-        self.names = names.to_pylist()
+        self.names = np.asarray(names.to_pylist(), dtype=object)
         self.blocking = np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(BLOCKING))),
                                                 False), bool)
         launches = pc.fill_null(pc.is_in(names, pa.array(sorted(LAUNCHES))), False)
@@ -139,6 +141,8 @@ class _Host:
         correlation = np.concatenate([np.zeros(len(cpu), np.int64),
                                       _array(runtime["correlation"])])[keep][order]
         self.correlation = np.where(self.table == 1, correlation, 0)
+        self.by_start = np.argsort(self.ts, kind="stable")
+        self.ordered_starts = self.ts[self.by_start]
 
 
 class _Work:
@@ -153,6 +157,9 @@ class _Work:
         ts = _array(kernels["ts_ns"])[keep]
         order = np.lexsort((_array(kernels["event_index"])[keep], ts))
         self.launch = launch[keep][order]
+        self.launch_ts = host.ts[self.launch]
+        self.by_launch = np.argsort(self.launch_ts, kind="stable")
+        self.ordered_launches = self.launch_ts[self.by_launch]
         self.ts = ts[order]
         self.end = self.ts + _array(kernels["dur_ns"])[keep][order]
         self.index = _array(kernels["event_index"])[keep][order]
@@ -164,11 +171,12 @@ class _Work:
             host.ts[self.launch], self.ts, self.stream, host.queues[self.launch])
         names, classes = _names(kernel_names)
         ids = _array(kernels["name_id"])[keep][order]
-        self.names = [names.get(name_id) for name_id in ids.tolist()]
+        self.names = np.asarray([names.get(name_id) for name_id in ids.tolist()], dtype=object)
         categories = contiguous(kernels["category"]).filter(pa.array(keep)).take(
             pa.array(order)).to_pylist()
-        self.classes = [classes.get((category, name_id), "gpu_compute_bound")
-                        for category, name_id in zip(categories, ids.tolist())]
+        self.classes = np.asarray([classes.get((category, name_id), "gpu_compute_bound")
+                                   for category, name_id in zip(categories, ids.tolist())],
+                                  dtype=object)
 
 
 def _launches(host, correlation):
@@ -224,20 +232,25 @@ def _names(kernel_names):
     return names, classes
 
 
+def _within(by_time, ordered, start, end):
+    """The rows (ascending) whose time is in [start, end]: `by_time` the rows in time order,
+    `ordered` their times."""
+    low, high = np.searchsorted(ordered, start), np.searchsorted(ordered, end, side="right")
+    return np.sort(by_time[low:high])
+
+
 class _Graph:
     """The graph of one window: node 2i is the start of event i, 2i+1 its end (the window's
     host events first, then its GPU work); edges as parallel lists."""
 
     def __init__(self, host, work, start, end):
         self.host, self.work = host, work
-        self.rows = np.flatnonzero((host.ts >= start) & (host.ts <= end))
-        position = np.full(host.size, -1, np.int64)
-        position[self.rows] = np.arange(len(self.rows))
-        launched = position[work.launch] if len(work.launch) else np.zeros(0, np.int64)
-        self.work_rows = np.flatnonzero(launched >= 0)
-        self.launch_node = 2 * launched[self.work_rows]
+        self.rows = _within(host.by_start, host.ordered_starts, start, end)
+        self.work_rows = _within(work.by_launch, work.ordered_launches, start, end)
+        self.launch_node = 2 * np.searchsorted(self.rows, work.launch[self.work_rows])
         self.base = 2 * len(self.rows)
-        self.src, self.dst, self.kind, self.attributed = [], [], [], []
+        self.edges = []  # (src, dst, kind, attributed event)
+        self._edge = self.edges.append
         self._call_stacks()
         self._gpu()
         self.times = np.concatenate([
@@ -245,12 +258,6 @@ class _Graph:
             np.stack([work.ts[self.work_rows], work.end[self.work_rows]],
                      axis=1).reshape(-1)])
         self.size = len(self.times)
-
-    def _edge(self, src, dst, kind, attributed):
-        self.src.append(src)
-        self.dst.append(dst)
-        self.kind.append(kind)
-        self.attributed.append(attributed)
 
     def _call_stacks(self):
         """Each thread's chains of nested events (see the module's docstring); an event is
@@ -267,9 +274,9 @@ class _Graph:
             while stack and ends[stack[-1]] <= ts:
                 last, top_end = self._exit(stack, last, blocking)
             if not stack and top_end is not None:
-                self._edge(top_end, 2 * i, LINK, -1)
+                self._edge((top_end, 2 * i, LINK, -1))
             if last is not None:
-                self._edge(last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1])
+                self._edge((last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1]))
             stack.append(i)
             last = 2 * i
         while stack:
@@ -279,8 +286,8 @@ class _Graph:
         """Close the innermost open event: the edge into its end; (the new last node, the
         end of the top-level event when it closed one, else None)."""
         i = stack.pop()
-        self._edge(last, 2 * i + 1, WAIT if blocking[i] else SPAN,
-                   last // 2 if last % 2 == 0 else i)
+        self._edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
+                    last // 2 if last % 2 == 0 else i))
         return (2 * i + 1, None) if stack else (None, 2 * i + 1)
 
     def _gpu(self):
@@ -295,57 +302,55 @@ class _Graph:
         last = {}
         for j, stream in enumerate(streams):
             node = base + 2 * j
-            self._edge(node, node + 1, SPAN, node // 2)
+            self._edge((node, node + 1, SPAN, node // 2))
             previous = last.get(stream)
             if (at_launch[j] == 1 and at_start[j] == 0
                     and (previous is None or ends[previous] < launch_ts[j])):
-                self._edge(int(self.launch_node[j]), node, LAUNCH, -1)
+                self._edge((int(self.launch_node[j]), node, LAUNCH, -1))
             elif previous is not None:
-                self._edge(base + 2 * previous + 1, node, GAP, base // 2 + previous)
+                self._edge((base + 2 * previous + 1, node, GAP, base // 2 + previous))
             last[stream] = j
 
     def path(self):
-        """The path's edges in order: (bound_by, ns, start_ns, end_ns, name, event_table,
-        event_index), zero-weight links left out."""
-        src, dst = np.asarray(self.src, np.int64), np.asarray(self.dst, np.int64)
-        kind = np.asarray(self.kind, np.int64)
+        """The path's edges in order, zero-weight links left out: {column: array} of
+        bound_by, ns, start_ns, end_ns, name, event_table, event_index."""
+        src, dst, kind, attributed = np.asarray(self.edges, np.int64).reshape(-1, 4).T
         weight = np.where((kind == LINK) | (kind == WAIT), 0,
                           self.times[dst] - self.times[src]) if len(src) else src
-        best = _longest_path(self.size, src, dst, weight)
-        edges = []
-        for e in best:
-            k = int(kind[e])
-            if k == LINK:
-                continue
-            edges.append((self._class(k, self.attributed[e]), int(weight[e]),
-                          int(self.times[src[e]]), int(self.times[dst[e]]),
-                          *self._event(self.attributed[e])))
-        return edges
-
-    def _class(self, kind, event):
-        if kind in KIND_CLASS:
-            return KIND_CLASS[kind]
-        if event < self.base // 2:
-            return "cpu_bound"
-        return self.work.classes[self.work_rows[event - self.base // 2]]
-
-    def _event(self, event):
-        """(name, event_table, event_index) of an attributed event (-1: none)."""
-        if event < 0:
-            return None, None, None
-        if event < self.base // 2:
-            row = self.rows[event]
-            return (self.host.names[row], ("cpu_ops", "runtime")[self.host.table[row]],
-                    int(self.host.index[row]))
-        row = self.work_rows[event - self.base // 2]
-        return self.work.names[row], "kernels", int(self.work.index[row])
+        edges = np.asarray(_longest_path(self.size, src, dst, weight), np.int64)
+        edges = edges[kind[edges] != LINK]
+        event = attributed[edges]
+        hosts = len(self.rows)
+        on_host, on_gpu = (event >= 0) & (event < hosts), event >= hosts
+        host_row = self.rows[np.where(on_host, event, 0)] if hosts else event
+        work_row = self.work_rows[np.where(on_gpu, event - hosts, 0)] if len(self.work_rows) \
+            else event
+        name = np.where(on_host, self.host.names[host_row] if hosts else None,
+                        np.where(on_gpu, self.work.names[work_row] if len(self.work_rows)
+                                 else None, None))
+        bound_by = np.where(on_host, "cpu_bound", np.where(
+            on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
+        for code, label in KIND_CLASS.items():
+            bound_by = np.where(kind[edges] == code, label, bound_by)
+        return {"bound_by": bound_by.astype(object), "ns": weight[edges],
+                "start_ns": self.times[src[edges]], "end_ns": self.times[dst[edges]],
+                "name": name,
+                "event_table": np.where(on_host, np.where(self.host.table[host_row] == 0,
+                                                          "cpu_ops", "runtime"),
+                                        np.where(on_gpu, "kernels", None)).astype(object),
+                "event_index": np.where(on_host, self.host.index[host_row],
+                                        self.work.index[work_row] if len(self.work_rows)
+                                        else 0),
+                "valid": on_host | on_gpu}
 
 
 def _longest_path(size, src, dst, weight):
     """The edges (indices) of a longest path of the DAG of `size` nodes and edges src -> dst
     of `weight`, in order: nodes in a topological order (Kahn's), each taking its best
     incoming edge (the first of equal ones) unless its length would be negative; the path
-    ends at the first node of greatest length. Raises ValueError on a cycle."""
+    ends at the first node of greatest length. The graphs of _Graph have no cycle: host
+    edges follow each thread's order, GPU edges the work's start order, and no edge leads
+    from the GPU to the host."""
     if not len(src):
         return []
     order = np.argsort(src, kind="stable")
@@ -355,11 +360,9 @@ def _longest_path(size, src, dst, weight):
     pending = np.bincount(dst, minlength=size).tolist()
     length, via = [None] * size, [-1] * size
     ready = [node for node in range(size) if not pending[node]]
-    done = 0
     end, longest = -1, -1
     while ready:
         node = ready.pop()
-        done += 1
         if length[node] is None or length[node] < 0:  # no predecessor, or a fresh start
             length[node], via[node] = 0, -1
         here = length[node]
@@ -373,8 +376,6 @@ def _longest_path(size, src, dst, weight):
             pending[target] -= 1
             if not pending[target]:
                 ready.append(target)
-    if done != size:
-        raise ValueError("the critical path graph has a cycle")
     path = []
     while via[end] >= 0:
         path.append(via[end])

@@ -213,6 +213,36 @@ class Warehouse:
             connection.execute(library()["runs"][1])
             return run_query(connection, sql)
 
+    def critical_path(self, run, phase=None, step=None, rank=None, top=10):
+        """What set each step's length in `run`: {"breakdown": (columns, rows), "segments":
+        (columns, rows)} — the critical path's time per class (the job's path,
+        `critical_path_breakdown`, or with `rank` that rank's own) and its `top` longest
+        events (`critical_path_by_name`, or with `rank` that rank's path by name). `phase`
+        and `step` narrow them to one phase or step (its name, ProfilerStep#N)."""
+        filters = "run = $run AND ($phase IS NULL OR phase = $phase) " \
+                  "AND ($step IS NULL OR step = $step)"
+        params = {"run": run, "phase": phase, "step": step}
+        if rank is None:
+            breakdown = ("SELECT phase, step, bound_by, ns, share FROM critical_path_breakdown "
+                         f"WHERE {filters} ORDER BY phase, step, ns DESC, bound_by")
+            segments = ("SELECT phase, step, rank, bound_by, ns, name "
+                        f"FROM critical_path_by_name WHERE {filters} "
+                        "ORDER BY ns DESC, phase, step, rank, name LIMIT $top")
+        else:
+            filters += " AND rank = $rank"
+            params["rank"] = rank
+            breakdown = ("SELECT phase, step, rank, bound_by, ns, edges "
+                         f"FROM rank_critical_path_breakdown WHERE {filters} "
+                         "ORDER BY phase, step, ns DESC, bound_by")
+            segments = ("SELECT phase, step, rank, bound_by, "
+                        "CAST(sum(ns) AS BIGINT) AS ns, name "
+                        f"FROM rank_critical_path WHERE {filters} GROUP BY ALL "
+                        "ORDER BY ns DESC, phase, step, name LIMIT $top")
+        with self.connect_to_runs([run], reads=("critical_path_by_name",
+                                                "rank_critical_path_breakdown")) as connection:
+            return {"breakdown": run_query(connection, breakdown, params=params),
+                    "segments": run_query(connection, segments, params={**params, "top": top})}
+
     def diff(self, base, new, phase=None, rank=None, threshold=5.0, min_ns=10000, by="name",
              collective_size="pow2"):
         """Run `new` against run `base` (either may be "RUN:PHASE"), as `tracewh diff

@@ -25,6 +25,7 @@ COMMANDS = {
     "diff": "diff",
     "trend": "trend",
     "export": "export",
+    "critical-path": "critical_path",
     "report": "report",
     "vacuum": "maintenance",
     "optimize": "maintenance",

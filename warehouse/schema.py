@@ -231,6 +231,23 @@ TABLES = {
                   _c("backward_gpu_total_busy_ns", I64, "their gpu_total_busy_ns summed, ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("critical_path_edges", "each trace's critical path of each step (HTA's rules, "
+              "see rank_critical_path), measured at ingest: one row per path edge",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("step", STR, "the step (ProfilerStep#N); NULL: the whole capture, the "
+                     "trace having no step"),
+                  _c("seq", I64, "position of the edge on the step's path, from 0"),
+                  _c("bound_by", STR, "cpu_bound, gpu_compute_bound, gpu_communication_bound, "
+                     "gpu_kernel_launch_overhead or gpu_kernel_kernel_overhead"),
+                  _c("ns", I64, "the edge's weight: time it adds to the path, ns"),
+                  _c("start_ns", I64, "time of its first node, ns"),
+                  _c("end_ns", I64, "time of its last node, ns"),
+                  _c("name", STR, "name of the event it is attributed to"),
+                  _c("event_table", STR, "that event's table: cpu_ops, runtime or kernels; "
+                     "NULL for a launch delay"),
+                  _c("event_index", I64, "that event's event_index in its table"),
+              )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (
                   _c("trace_id", STR, "the trace that described it"),

@@ -1,0 +1,44 @@
+"""HTA's per-rank critical path breakdown of every ProfilerStep of one trace (the whole trace
+when it has none), as JSON: the reference figures of tests/data/critical_path/hta.toml.
+
+Run it with HolisticTraceAnalysis in its own environment, never tracewh's:
+
+    python -m venv /tmp/hta && /tmp/hta/bin/pip install HolisticTraceAnalysis==0.5.0 \
+        "pandas<2.2" "numpy<2"
+    /tmp/hta/bin/python bench/hta_critical_path.py TRACE
+"""
+
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+
+from hta.trace_analysis import TraceAnalysis
+
+
+def main(path):
+    logging.disable(logging.WARNING)
+    folder = tempfile.mkdtemp()
+    shutil.copy(path, folder)
+    analysis = TraceAnalysis(trace_dir=folder)
+    rank = next(iter(analysis.t.traces))
+    names = analysis.t.symbol_table.get_sym_id_map()
+    steps = sorted(name for name in names if name.startswith("ProfilerStep#"))
+    out = []
+    for instance in range(max(len(steps), 1)):
+        started = time.perf_counter()
+        graph, ok = analysis.critical_path_analysis(
+            rank=rank, annotation="ProfilerStep" if steps else "", instance_id=instance)
+        seconds = time.perf_counter() - started
+        frame = graph.get_critical_path_breakdown()
+        sums = frame.groupby("bound_by")["duration"].sum().to_dict()
+        out.append({"instance": instance, "ok": bool(ok), "seconds": round(seconds, 3),
+                    "breakdown_us": {k: int(v) for k, v in sums.items() if k},
+                    "edges": int(len(frame))})
+    print(json.dumps({"trace": path, "rank": int(rank), "steps": out}, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,383 @@
+"""The per-trace table `critical_path_edges`: the critical path of each step of one trace
+(one rank), measured once at ingest by the rules of HTA's critical path analysis.
+
+The question is which chain of work set the step's length. The answer is the longest path of
+a graph whose nodes are the start and end of every event and whose edges are the
+dependencies between them, weighted by the time they took; a trace's graph never changes
+after ingest, so each step's path is taken here, once, and the views (rank_critical_path,
+critical_path, ...) read the stored edges. The graph is HTA's (hta/analyzers/
+critical_path_analysis.py), written here with numpy and one linear pass:
+
+- window: a step is a ProfilerStep#N with a duration (a trace without one is one window over
+  the whole capture, step NULL); its host events are those starting in [start, end] with a
+  positive duration, its GPU work (kernel, gpu_memcpy, gpu_memset) that whose launch (the
+  runtime call of the trace with its correlation id, not 0: the earliest, then the first in
+  the file) is one of them;
+- nodes: a start and an end for each host node event (cpu_op events of cpu_ops, every runtime
+  call) and each piece of that GPU work; other host events (annotations, python functions)
+  only nest them;
+- call stack edges, per thread: events ordered by start, then longer first, then file order;
+  one is inside the last open one not ended by its start. A top-level event is a chain
+  start -> each child's start and end (recursively) -> its end, each edge weighing the time
+  between its ends, but the edge into the end of a blocking call (BLOCKING) weighs 0; the end
+  of a top-level event links to the start of the next on the thread with weight 0;
+- GPU edges, per (device, stream), work in start order: start -> end; then from the launch's
+  start to the work's start (the launch delay) when the stream's queue held nothing else at
+  the launch and at the start (HTA's queue length: +1 at each launch by a LAUNCHES call, -1
+  at the start of what it launched, over the whole trace) and the previous work on the stream
+  ended before the launch; else from the end of the previous work on the stream (the
+  kernel-kernel delay);
+- the path: the longest path of the graph (nodes in a topological order, each taking its
+  best incoming edge; a path whose length would be negative starts afresh);
+- each path edge is attributed to an event (the start's event for an edge leaving a start,
+  else the end's event for an edge into an end, else the enclosing event; a kernel-kernel
+  delay to the earlier work) and classified: launch delay gpu_kernel_launch_overhead,
+  kernel-kernel delay gpu_kernel_kernel_overhead, host events cpu_bound, GPU work
+  gpu_communication_bound when the default kernel rules class it communication, else
+  gpu_compute_bound. The zero-weight links (between top-level events) are not stored.
+
+Where tracewh differs from HTA, on purpose: communication is tracewh's class (DeepEP, RCCL,
+symmetric memory count; HTA matches `^nccl.*Kernel` only), times are integer ns (HTA rounds
+to us), CPU-only traces get their CPU path (HTA fails), and context, stream and event
+synchronisations (cuda_sync events) add no edges yet.
+"""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracewh.schema import TABLES
+
+from .ops import _array, _codes
+from .steps import _steps
+from .summaries import contiguous, default_class
+from .writer import read_staged
+
+# HTA's runtime calls that queue work on a stream (its queue length counts these).
+LAUNCHES = frozenset((
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync",
+    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"))
+# Calls that wait for the GPU: their time is the GPU's, so the edge into their end weighs 0.
+BLOCKING = frozenset((
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
+    "cudaMemcpy", "cudaMemcpyAsync"))
+WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+# Edge kinds: time spent in an event, a zero-weight link between top-level events, a launch
+# delay, a kernel-kernel delay, a zero-weight span (into a blocking call's end).
+SPAN, LINK, LAUNCH, GAP, WAIT = range(5)
+KIND_CLASS = {LAUNCH: "gpu_kernel_launch_overhead", GAP: "gpu_kernel_kernel_overhead"}
+
+# The staged columns path_table reads.
+COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns", "dur_ns"],
+           "runtime": ["event_index", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation"],
+           "kernels": ["event_index", "category", "name_id", "ts_ns", "dur_ns", "device",
+                       "stream", "correlation"]}
+
+
+def measure(staging, parts, trace_id, kernel_names):
+    """path_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
+    return path_table(read_staged(staging, parts, COLUMNS), trace_id, kernel_names)
+
+
+def path_table(staged, trace_id, kernel_names):
+    """The trace's critical_path_edges rows (None when it has no host node event), from its
+    staged tables ({table: at least COLUMNS}) and its kernel_names table (None: no GPU
+    activity)."""
+    host = _Host(staged["cpu_ops"], staged["runtime"])
+    if not host.size:
+        return None
+    work = _Work(staged["kernels"], kernel_names, host)
+    windows = _steps(staged["cpu_ops"]) or [
+        (None, None, int(host.ts.min()), int(host.end.max()))]
+    schema = TABLES["critical_path_edges"].schema
+    parts = []
+    for _, step, start, end in windows:
+        path = _Graph(host, work, start, end).path()
+        size = len(path["ns"])
+        valid = pa.array(path.pop("valid"))
+        columns = {"trace_id": pa.array([trace_id] * size, pa.string()),
+                   "step": pa.array([step] * size, pa.string()),
+                   "seq": pa.array(np.arange(size, dtype=np.int64))}
+        for name, values in path.items():
+            column = pa.array(values, schema.field(name).type)
+            if name == "event_index":  # NULL where the edge has no event (a launch delay)
+                column = pc.if_else(valid, column, pa.scalar(None, pa.int64()))
+            columns[name] = column
+        parts.append(pa.table(columns).select(schema.names).cast(schema))
+    return pa.concat_tables(parts)
+
+
+class _Host:
+    """The host node events with a positive duration: cpu_op rows of cpu_ops, then runtime
+    rows, as numpy columns, ordered by (thread, start, longer first, table, file order)."""
+
+    def __init__(self, cpu, runtime):
+        cpu = cpu.filter(pc.equal(cpu["category"], "cpu_op"))
+
+        def column(name):
+            return pa.chunked_array([chunk for table in (cpu, runtime)
+                                     for chunk in table[name].chunks], cpu.schema.field(name).type)
+        dur = _array(column("dur_ns"))
+        keep = dur > 0
+        table_code = np.repeat(np.arange(2), [len(cpu), len(runtime)])[keep]
+        ts, dur = _array(column("ts_ns"))[keep], dur[keep]
+        thread = _codes(pc.binary_join_element_wise(
+            pc.fill_null(contiguous(column("pid")), ""),
+            pc.fill_null(contiguous(column("tid")), ""), "\x1f"))[keep]
+        index = _array(column("event_index"))[keep]
+        order = np.lexsort((index, table_code, -dur, ts, thread))
+        self.size = len(order)
+        self.ts, self.end = ts[order], (ts + dur)[order]
+        self.thread, self.table = thread[order], table_code[order]
+        self.index = index[order]
+        names = contiguous(column("name")).filter(pa.array(keep)).take(pa.array(order))
+        self.names = np.asarray(names.to_pylist(), dtype=object)
+        self.blocking = np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(BLOCKING))),
+                                                False), bool)
+        launches = pc.fill_null(pc.is_in(names, pa.array(sorted(LAUNCHES))), False)
+        self.queues = np.asarray(launches, bool)
+        correlation = np.concatenate([np.zeros(len(cpu), np.int64),
+                                      _array(runtime["correlation"])])[keep][order]
+        self.correlation = np.where(self.table == 1, correlation, 0)
+        self.by_start = np.argsort(self.ts, kind="stable")
+        self.ordered_starts = self.ts[self.by_start]
+
+
+class _Work:
+    """The trace's GPU work launched by a host node event: start, end, stream, its launch
+    (a row of _Host), the queue length at the launch and at its start, its class."""
+
+    def __init__(self, kernels, kernel_names, host):
+        kernels = kernels.filter(pc.and_(pc.is_in(kernels["category"], pa.array(WORK)),
+                                         pc.is_valid(kernels["dur_ns"])))
+        launch = _launches(host, _array(kernels["correlation"]))
+        keep = launch >= 0
+        ts = _array(kernels["ts_ns"])[keep]
+        order = np.lexsort((_array(kernels["event_index"])[keep], ts))
+        self.launch = launch[keep][order]
+        self.launch_ts = host.ts[self.launch]
+        self.by_launch = np.argsort(self.launch_ts, kind="stable")
+        self.ordered_launches = self.launch_ts[self.by_launch]
+        self.ts = ts[order]
+        self.end = self.ts + _array(kernels["dur_ns"])[keep][order]
+        self.index = _array(kernels["event_index"])[keep][order]
+        pairs = np.stack([_array(kernels["device"])[keep][order],
+                          _array(kernels["stream"])[keep][order]], axis=1)
+        self.stream = (np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+                       if len(pairs) else np.zeros(0, np.int64))
+        self.queue_at_launch, self.queue_at_start = _queues(
+            host.ts[self.launch], self.ts, self.stream, host.queues[self.launch])
+        names, classes = _names(kernel_names)
+        ids = _array(kernels["name_id"])[keep][order]
+        self.names = np.asarray([names.get(name_id) for name_id in ids.tolist()], dtype=object)
+        categories = contiguous(kernels["category"]).filter(pa.array(keep)).take(
+            pa.array(order)).to_pylist()
+        self.classes = np.asarray([classes.get((category, name_id), "gpu_compute_bound")
+                                   for category, name_id in zip(categories, ids.tolist())],
+                                  dtype=object)
+
+
+def _launches(host, correlation):
+    """For each correlation id, the _Host row of its launch (-1: none): the earliest runtime
+    call with that id (not 0), then the first in the file."""
+    calls = np.flatnonzero(host.correlation != 0)
+    calls = calls[np.lexsort((host.index[calls], host.ts[calls], host.correlation[calls]))]
+    ids = host.correlation[calls]
+    first = np.ones(len(ids), bool)
+    first[1:] = ids[1:] != ids[:-1]
+    calls, ids = calls[first], ids[first]
+    found = np.searchsorted(ids, correlation)
+    found = np.minimum(found, max(len(ids) - 1, 0))
+    hit = (correlation != 0) & (len(ids) > 0)
+    hit &= ids[found] == correlation if len(ids) else hit
+    return np.where(hit, calls[found] if len(ids) else -1, -1)
+
+
+def _queues(launch_ts, start_ts, stream, counted):
+    """HTA's queue length per stream at each work's launch (after it) and start (after it),
+    for the work whose launch is `counted` (a LAUNCHES call); -1 elsewhere."""
+    at_launch = np.full(len(start_ts), -1, np.int64)
+    at_start = at_launch.copy()
+    rows = np.flatnonzero(counted)
+    if not len(rows):
+        return at_launch, at_start
+    times = np.concatenate([launch_ts[rows], start_ts[rows]])
+    streams = np.concatenate([stream[rows], stream[rows]])
+    step = np.concatenate([np.ones(len(rows), np.int64), -np.ones(len(rows), np.int64)])
+    order = np.lexsort((times, streams))  # stable: a launch before a start at the same time
+    running = np.cumsum(step[order])
+    group_start = np.ones(len(order), bool)
+    group_start[1:] = streams[order][1:] != streams[order][:-1]
+    before = np.maximum.accumulate(np.where(group_start, np.arange(len(order)), 0))
+    offset = np.where(before > 0, running[before - 1], 0)
+    length = np.empty(len(order), np.int64)
+    length[order] = running - offset
+    at_launch[rows], at_start[rows] = length[:len(rows)], length[len(rows):]
+    return at_launch, at_start
+
+
+def _names(kernel_names):
+    """{name_id: name} and {(category, name_id): class of the path} of the trace's GPU
+    activity names."""
+    if kernel_names is None:
+        return {}, {}
+    rows = list(zip(kernel_names["category"].to_pylist(), kernel_names["name_id"].to_pylist(),
+                    kernel_names["name"].to_pylist()))
+    names = {name_id: name for _, name_id, name in rows}
+    classes = {(category, name_id): "gpu_communication_bound"
+               if default_class(category, name) == "communication" else "gpu_compute_bound"
+               for category, name_id, name in rows}
+    return names, classes
+
+
+def _within(by_time, ordered, start, end):
+    """The rows (ascending) whose time is in [start, end]: `by_time` the rows in time order,
+    `ordered` their times."""
+    low, high = np.searchsorted(ordered, start), np.searchsorted(ordered, end, side="right")
+    return np.sort(by_time[low:high])
+
+
+class _Graph:
+    """The graph of one window: node 2i is the start of event i, 2i+1 its end (the window's
+    host events first, then its GPU work); edges as parallel lists."""
+
+    def __init__(self, host, work, start, end):
+        self.host, self.work = host, work
+        self.rows = _within(host.by_start, host.ordered_starts, start, end)
+        self.work_rows = _within(work.by_launch, work.ordered_launches, start, end)
+        self.launch_node = 2 * np.searchsorted(self.rows, work.launch[self.work_rows])
+        self.base = 2 * len(self.rows)
+        self.edges = []  # (src, dst, kind, attributed event)
+        self._edge = self.edges.append
+        self._call_stacks()
+        self._gpu()
+        self.times = np.concatenate([
+            np.stack([host.ts[self.rows], host.end[self.rows]], axis=1).reshape(-1),
+            np.stack([work.ts[self.work_rows], work.end[self.work_rows]],
+                     axis=1).reshape(-1)])
+        self.size = len(self.times)
+
+    def _call_stacks(self):
+        """Each thread's chains of nested events (see the module's docstring); an event is
+        attributed as position i (host) or base + j (work)."""
+        host = self.host
+        threads, ends = host.thread[self.rows].tolist(), host.end[self.rows].tolist()
+        starts, blocking = host.ts[self.rows].tolist(), host.blocking[self.rows].tolist()
+        stack, last, top_end, thread = [], None, None, None
+        for i, (t, ts) in enumerate(zip(threads, starts)):
+            if t != thread:
+                while stack:
+                    last, top_end = self._exit(stack, last, blocking)
+                thread, top_end = t, None
+            while stack and ends[stack[-1]] <= ts:
+                last, top_end = self._exit(stack, last, blocking)
+            if not stack and top_end is not None:
+                self._edge((top_end, 2 * i, LINK, -1))
+            if last is not None:
+                self._edge((last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1]))
+            stack.append(i)
+            last = 2 * i
+        while stack:
+            last, top_end = self._exit(stack, last, blocking)
+
+    def _exit(self, stack, last, blocking):
+        """Close the innermost open event: the edge into its end; (the new last node, the
+        end of the top-level event when it closed one, else None)."""
+        i = stack.pop()
+        self._edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
+                    last // 2 if last % 2 == 0 else i))
+        return (2 * i + 1, None) if stack else (None, 2 * i + 1)
+
+    def _gpu(self):
+        """The GPU work's spans, launch delays and kernel-kernel delays."""
+        work, base = self.work, self.base
+        launch_ts = self.host.ts[self.rows[self.launch_node // 2]].tolist()
+        rows = self.work_rows
+        streams = work.stream[rows].tolist()
+        at_launch = work.queue_at_launch[rows].tolist()
+        at_start = work.queue_at_start[rows].tolist()
+        ends = work.end[rows].tolist()
+        last = {}
+        for j, stream in enumerate(streams):
+            node = base + 2 * j
+            self._edge((node, node + 1, SPAN, node // 2))
+            previous = last.get(stream)
+            if (at_launch[j] == 1 and at_start[j] == 0
+                    and (previous is None or ends[previous] < launch_ts[j])):
+                self._edge((int(self.launch_node[j]), node, LAUNCH, -1))
+            elif previous is not None:
+                self._edge((base + 2 * previous + 1, node, GAP, base // 2 + previous))
+            last[stream] = j
+
+    def path(self):
+        """The path's edges in order, zero-weight links left out: {column: array} of
+        bound_by, ns, start_ns, end_ns, name, event_table, event_index."""
+        src, dst, kind, attributed = np.asarray(self.edges, np.int64).reshape(-1, 4).T
+        weight = np.where((kind == LINK) | (kind == WAIT), 0,
+                          self.times[dst] - self.times[src]) if len(src) else src
+        edges = np.asarray(_longest_path(self.size, src, dst, weight), np.int64)
+        edges = edges[kind[edges] != LINK]
+        event = attributed[edges]
+        hosts = len(self.rows)
+        on_host, on_gpu = (event >= 0) & (event < hosts), event >= hosts
+        host_row = self.rows[np.where(on_host, event, 0)] if hosts else event
+        work_row = self.work_rows[np.where(on_gpu, event - hosts, 0)] if len(self.work_rows) \
+            else event
+        name = np.where(on_host, self.host.names[host_row] if hosts else None,
+                        np.where(on_gpu, self.work.names[work_row] if len(self.work_rows)
+                                 else None, None))
+        bound_by = np.where(on_host, "cpu_bound", np.where(
+            on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
+        for code, label in KIND_CLASS.items():
+            bound_by = np.where(kind[edges] == code, label, bound_by)
+        return {"bound_by": bound_by.astype(object), "ns": weight[edges],
+                "start_ns": self.times[src[edges]], "end_ns": self.times[dst[edges]],
+                "name": name,
+                "event_table": np.where(on_host, np.where(self.host.table[host_row] == 0,
+                                                          "cpu_ops", "runtime"),
+                                        np.where(on_gpu, "kernels", None)).astype(object),
+                "event_index": np.where(on_host, self.host.index[host_row],
+                                        self.work.index[work_row] if len(self.work_rows)
+                                        else 0),
+                "valid": on_host | on_gpu}
+
+
+def _longest_path(size, src, dst, weight):
+    """The edges (indices) of a longest path of the DAG of `size` nodes and edges src -> dst
+    of `weight`, in order: nodes in a topological order (Kahn's), each taking its best
+    incoming edge (the first of equal ones) unless its length would be negative; the path
+    ends at the first node of greatest length. The graphs of _Graph have no cycle: host
+    edges follow each thread's order, GPU edges the work's start order, and no edge leads
+    from the GPU to the host."""
+    if not len(src):
+        return []
+    order = np.argsort(src, kind="stable")
+    first = np.searchsorted(src[order], np.arange(size + 1))
+    out_dst, out_weight = dst[order].tolist(), weight[order].tolist()
+    out_edge, first = order.tolist(), first.tolist()
+    pending = np.bincount(dst, minlength=size).tolist()
+    length, via = [None] * size, [-1] * size
+    ready = [node for node in range(size) if not pending[node]]
+    end, longest = -1, -1
+    while ready:
+        node = ready.pop()
+        if length[node] is None or length[node] < 0:  # no predecessor, or a fresh start
+            length[node], via[node] = 0, -1
+        here = length[node]
+        if here > longest:
+            end, longest = node, here
+        for k in range(first[node], first[node + 1]):
+            target = out_dst[k]
+            candidate = here + out_weight[k]
+            if length[target] is None or candidate > length[target]:
+                length[target], via[target] = candidate, out_edge[k]
+            pending[target] -= 1
+            if not pending[target]:
+                ready.append(target)
+    path = []
+    while via[end] >= 0:
+        path.append(via[end])
+        end = int(src[via[end]])
+    return path[::-1]

@@ -1,0 +1,29 @@
+-- Each rank's critical path of each step: the chain of work that set the step's length on
+-- that rank, one row per path edge in path order, by the rules of HTA's critical path
+-- analysis (measured at ingest into `critical_path_edges`; the graph and its rules are
+-- described in ingest/critical_path.py). Nodes are the starts and ends of cpu_op events,
+-- runtime calls and the GPU work they launched; edges follow each thread's call stack, each
+-- kernel's run, the launch delay of a kernel launched onto an empty stream, and the gap
+-- since the previous kernel on its stream otherwise. The zero-weight links between a
+-- thread's top-level events are not rows, so consecutive rows may leave a gap.
+-- Communication is tracewh's class under the default kernel rules (HTA's: `^nccl.*Kernel`
+-- only). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
+--
+-- Reads: critical_path_edges
+--
+-- Columns:
+--   run, phase, rank   partition
+--   step               the step (ProfilerStep#N), NULL for a trace without steps
+--   seq                position of the edge on the path, from 0
+--   bound_by           cpu_bound, gpu_compute_bound, gpu_communication_bound,
+--                      gpu_kernel_launch_overhead or gpu_kernel_kernel_overhead
+--   ns                 time the edge adds to the path, ns (0: the end of a blocking call,
+--                      whose wait is the GPU's)
+--   start_ns, end_ns   times of the edge's two nodes, ns
+--   name               the event the edge is attributed to (NULL for a launch delay)
+--   event_table        its table: cpu_ops, runtime or kernels
+--   event_id           its event_index in that table
+CREATE OR REPLACE VIEW rank_critical_path AS
+SELECT run, phase, rank, step, seq, bound_by, ns, start_ns, end_ns, name, event_table,
+       event_index AS event_id
+FROM critical_path_edges;

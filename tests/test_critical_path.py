@@ -1,0 +1,218 @@
+"""The critical path of each step (ingest/critical_path.py, the rank_critical_path views)
+against HTA's own figures on real traces (tests/data/critical_path/hta.toml, produced by
+running HTA), and its longest path against a plain reference on generated graphs."""
+
+import collections
+import json
+import tomllib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tracewh.ingest.critical_path import BLOCKING, COLUMNS, _longest_path, path_table
+
+from .conftest import EXAMPLES, SHARED, connect, load_reference, require
+
+HTA = tomllib.loads((Path(__file__).parent / "data" / "critical_path" / "hta.toml")
+                    .read_text())
+
+
+def _breakdown_us(bound_by, ns):
+    sums = collections.Counter()
+    for name, value in zip(bound_by, ns):
+        sums[name] += value
+    return {name: value / 1000 for name, value in sums.items()}
+
+
+@pytest.mark.parametrize("case", sorted(HTA))
+def test_rank_breakdown_agrees_with_hta(case, tracewh, sql, warehouse):
+    """tracewh's per-rank breakdown is HTA's: exactly on integer-microsecond traces, and on a
+    float-timestamp trace once its events are rounded as HTA rounds them."""
+    reference = HTA[case]
+    tracewh("ingest", require(SHARED / reference["trace"]), "--run", "r")
+    step = reference["step"] or None
+    if not reference["rounded"]:
+        rows = sql("SELECT step, bound_by, ns FROM rank_critical_path_breakdown")
+        assert {row["step"] for row in rows} == {step}
+        assert _breakdown_us([r["bound_by"] for r in rows], [r["ns"] for r in rows]) == \
+            reference["breakdown_us"]
+        return
+    connection = connect(warehouse)
+    base = connection.sql("SELECT coalesce(base_time_ns, 0) FROM traces").fetchall()[0][0]
+    staged = {table: _hta_rounded(connection.sql(
+        f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table(), base)
+        for table, columns in COLUMNS.items()}
+    names = connection.sql("SELECT category, name_id, name FROM kernel_names").to_arrow_table()
+    rows = path_table(staged, "t", names)
+    assert set(rows["step"].to_pylist()) == {step}
+    assert _breakdown_us(rows["bound_by"].to_pylist(), rows["ns"].to_pylist()) == \
+        reference["breakdown_us"]
+    stored = sql("SELECT bound_by, ns FROM rank_critical_path_breakdown")
+    assert {r["bound_by"] for r in stored} == set(reference["breakdown_us"])
+
+
+def _hta_rounded(table, base):
+    """HTA's rounding of a trace with float timestamps: each start up and each end down to a
+    whole microsecond of the trace's own clock (relative to `base` ns)."""
+    relative = pc.cast(pc.subtract(table["ts_ns"], base), pa.float64())
+    start = pc.multiply(pc.ceil(pc.divide(relative, 1000.0)), 1000.0)
+    end = pc.multiply(pc.floor(pc.divide(
+        pc.add(relative, pc.cast(table["dur_ns"], pa.float64())), 1000.0)), 1000.0)
+    table = table.set_column(table.schema.get_field_index("ts_ns"), "ts_ns",
+                             pc.add(pc.cast(start, pa.int64()), base))
+    return table.set_column(table.schema.get_field_index("dur_ns"), "dur_ns",
+                            pc.cast(pc.subtract(end, start), pa.int64()))
+
+
+def test_path_rows_are_a_chain_in_time(tracewh, sql):
+    """The stored path of DeepSeek's step runs forward in time, each edge's weight its
+    length (but blocking calls' ends), attributed to real events of the step's rank."""
+    tracewh("ingest", require(SHARED / "deepseek-profile-data/train.json"), "--run", "r")
+    rows = sql("SELECT * FROM rank_critical_path ORDER BY seq")
+    assert [r["seq"] for r in rows] == list(range(len(rows)))
+    assert all(a["end_ns"] <= b["start_ns"] for a, b in zip(rows, rows[1:]))
+    assert all(r["ns"] == r["end_ns"] - r["start_ns"]
+               or (r["ns"] == 0 and r["name"] in BLOCKING) for r in rows)
+    kernels = sql("SELECT count(*) AS n FROM rank_critical_path AS p JOIN kernels AS k "
+                  "ON k.event_index = p.event_id WHERE p.event_table = 'kernels' "
+                  "AND p.name = k.name")
+    assert kernels[0]["n"] == sum(r["event_table"] == "kernels" for r in rows) > 900
+    job = sql("SELECT * FROM critical_path ORDER BY seq")
+    assert [(r["seq"], r["ns"], r["event_id"]) for r in job] == \
+        [(r["seq"], r["ns"], r["event_id"]) for r in rows]
+    shares = sql("SELECT sum(share) AS s FROM critical_path_breakdown")
+    assert shares[0]["s"] == pytest.approx(1.0)
+    top = sql("SELECT name, bound_by, ns FROM critical_path_by_name LIMIT 1")[0]
+    assert top["bound_by"] == "gpu_compute_bound"
+    assert top["ns"] == max(r["ns"] for r in sql(
+        "SELECT name, sum(ns) AS ns FROM rank_critical_path GROUP BY name, bound_by"))
+
+
+# Generated graphs: a DAG on n nodes (edges from a lower to a higher label, labels then
+# shuffled), weights of either sign, against a longest path computed the plain way.
+
+@st.composite
+def dags(draw):
+    size = draw(st.integers(1, 12))
+    pairs = draw(st.lists(st.tuples(st.integers(0, size - 1), st.integers(0, size - 1),
+                                    st.integers(-5, 20)), max_size=40))
+    labels = draw(st.permutations(range(size)))
+    edges = [(labels[a], labels[b], w) for a, b, w in pairs if a < b]
+    return size, edges
+
+
+def _reference_length(size, edges):
+    """The greatest length over every node, where a node's length is the best of its
+    incoming edges' (predecessor + weight), or 0 when that is negative or there is none:
+    computed by relaxing every edge `size` times (Bellman-Ford on a DAG)."""
+    length = [0] * size
+    for _ in range(size):
+        best = [None] * size
+        for a, b, w in edges:
+            best[b] = max(best[b] if best[b] is not None else length[a] + w, length[a] + w)
+        length = [max(0, value) if value is not None else 0 for value in best]
+    return max(length)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graph=dags())
+@example(graph=(3, [(0, 1, -5), (1, 2, 3)]))  # a path starting afresh after a negative edge
+@example(graph=(4, [(2, 0, 4), (0, 3, 0), (1, 3, 5)]))  # labels not in time order
+def test_longest_path_equals_the_plain_reference(graph):
+    size, edges = graph
+    src = pa.array([a for a, _, _ in edges], pa.int64()).to_numpy()
+    dst = pa.array([b for _, b, _ in edges], pa.int64()).to_numpy()
+    weight = pa.array([w for _, _, w in edges], pa.int64()).to_numpy()
+    path = _longest_path(size, src, dst, weight)
+    assert all(dst[a] == src[b] for a, b in zip(path, path[1:]))
+    assert sum(int(weight[e]) for e in path) == _reference_length(size, edges)
+
+
+def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
+    """Over DLRM's 8 ranks the job's path is the path of the rank that is the longest once
+    the time it waited in matched collectives is left out: rank 0's, though rank 1's own path
+    is longer, most of it waits. `tracewh critical-path` prints its breakdown and its longest
+    events, or one rank's."""
+    tracewh("ingest", EXAMPLES, "--run", "dlrm")
+    paths = sql("SELECT rank, seq, start_ns, end_ns, ns, bound_by FROM rank_critical_path")
+    waits = {(w["rank"], w["start_ns"], w["start_ns"] + w["dur_ns"]): w["wait_ns"] for w in sql(
+        "SELECT rank, start_ns, dur_ns, wait_ns FROM collective_waits WHERE matched")}
+    own, waited = collections.Counter(), collections.Counter()
+    for edge in paths:
+        own[edge["rank"]] += edge["ns"]
+        if edge["bound_by"] == "gpu_communication_bound":
+            waited[edge["rank"]] += min(edge["ns"], waits.get(
+                (edge["rank"], edge["start_ns"], edge["end_ns"]), 0))
+    chosen = max(sorted(own), key=lambda rank: own[rank] - waited[rank])
+    assert (chosen, max(own, key=own.get)) == (0, 1) and waited[1] > 4_000_000
+    job = sql("SELECT rank, bound_by, ns FROM critical_path")
+    assert {r["rank"] for r in job} == {0}
+    total = sql("SELECT sum(ns) AS ns FROM critical_path_breakdown")[0]["ns"]
+    assert total == own[0] == sum(r["ns"] for r in job)
+    found = json.loads(tracewh("critical-path", "dlrm", "--format", "json", "--top", "3").stdout)
+    assert sum(row["ns"] for row in found["breakdown"]) == total
+    assert len(found["segments"]) == 3
+    assert found["segments"][0]["ns"] >= found["segments"][-1]["ns"]
+    one = json.loads(tracewh("critical-path", "dlrm", "--rank", "0", "--step",
+                             "ProfilerStep#10", "--format", "json").stdout)
+    assert {(r["bound_by"], r["ns"]) for r in one["breakdown"]} == {
+        (name, us * 1000) for name, us in HTA["dlrm-worker0"]["breakdown_us"].items()}
+    refused = tracewh("critical-path", "nope", expect=2)
+    assert "unknown run 'nope'" in refused.stderr
+
+
+DELAY_US = 3000
+
+
+def _shifted(events, grown, delay_us):
+    """`events` with `delay_us` inserted at the end of event `grown` (an index): it, the host
+    events of its thread around it and the step around it last `delay_us` longer, and every
+    event starting from its end on starts `delay_us` later."""
+    first = events[grown]
+    at_us = first["ts"] + first["dur"]
+    for index, event in enumerate(events):
+        if "ts" not in event:
+            continue
+        if event["ts"] >= at_us:
+            event["ts"] += delay_us
+            continue
+        around = "dur" in event and event["ts"] + event["dur"] >= at_us
+        host = event.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime")
+        if index == grown or around and (
+                host and event.get("tid") == first["tid"]
+                or event.get("name", "").startswith("ProfilerStep#")):
+            event["dur"] += delay_us
+
+
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+    """Two ranks made from DLRM's rank 0: rank 1 spends DELAY_US more in an op of its path
+    before a collective, and rank 0's copy of that collective lasts DELAY_US longer (it waited
+    for rank 1). The job's path is rank 1's, DELAY_US longer than the rank's own path was;
+    rank 0's path grew too, by the wait, which the job's path does not take."""
+    source = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+    tracewh("ingest", source, "--run", "base")
+    base_ns = sql("SELECT sum(ns) AS ns FROM rank_critical_path")[0]["ns"]
+    # The host op the base path spends the most time in, and the first collective after it.
+    op = sql("SELECT event_id, end_ns FROM rank_critical_path WHERE event_table = 'cpu_ops' "
+             "GROUP BY ALL ORDER BY sum(ns) DESC, event_id LIMIT 1")[0]
+    collective = sql(f"SELECT k.event_index FROM kernels AS k JOIN collective_waits AS w "
+                     f"ON w.start_ns = k.ts_ns WHERE k.ts_ns >= {op['end_ns']} "
+                     f"ORDER BY k.ts_ns LIMIT 1")[0]["event_index"]
+    for rank in (0, 1):
+        document = load_reference(source)
+        document["distributedInfo"].update(rank=rank, world_size=2)
+        events = document["traceEvents"]
+        _shifted(events, op["event_id"] if rank == 1 else collective, DELAY_US)
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(document, default=str))
+    tracewh("ingest", tmp_path / "rank0.json", tmp_path / "rank1.json", "--run", "job")
+    ranks = {r["rank"]: r["ns"] for r in sql(
+        "SELECT rank, sum(ns) AS ns FROM rank_critical_path WHERE run = 'job' GROUP BY rank")}
+    assert ranks[1] == base_ns + DELAY_US * 1000
+    job = sql("SELECT rank, bound_by, ns FROM critical_path WHERE run = 'job'")
+    assert {r["rank"] for r in job} == {1}
+    assert sum(r["ns"] for r in job) == base_ns + DELAY_US * 1000
+    assert not [r for r in job if r["bound_by"] == "gpu_communication_wait"]

@@ -59,8 +59,8 @@ def test_diff_in_a_ci_log_shows_names_deltas_and_counts(tracewh, nightlies, monk
     assert len(rows) == 25 and len(changed) == 25
     for row, kernel in zip(rows, changed):
         name = kernel["name"]
-        assert row[0] == kernel["status"] and row[2] == str(kernel["delta_ns"])
-        assert row[4:6] == [str(kernel["base_count"]), str(kernel["new_count"])]
+        assert row[0] == kernel["status"] and row[2] == f"{kernel['delta_ns']:,}"
+        assert row[4:6] == [f"{kernel['base_count']:,}", f"{kernel['new_count']:,}"]
         if len(name) > len(row[1]):
             head, tail = row[1].split("…")
             assert name.startswith(head) and name.endswith(tail) and len(head) >= 8

@@ -108,8 +108,9 @@ def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh,
     assert [next(iter(a)) for a in newest] == ["commitInfo", "remove", "add"]
     assert (warehouse / "kernels" / first[0].path).exists()
     result = tracewh("vacuum", "--retain", "0")
-    # one per table the old trace has rows in (13), one per mart the run was recomputed in (7)
-    assert result.stdout.startswith("deleted 20 files")
+    # one per table the old trace has rows in (14, critical_path_edges among them), one per
+    # mart the run was recomputed in (7)
+    assert result.stdout.startswith("deleted 21 files")
     assert not (warehouse / "kernels" / first[0].path).exists()
 
 

@@ -17,23 +17,26 @@
 --   first_seq   commit order of its first file (ingest order of runs)
 --   ingested_at  when its first file was committed
 CREATE OR REPLACE VIEW runs AS
-WITH sized AS (
-  SELECT t.*, max(world_size) OVER (PARTITION BY run) AS run_world_size
-  FROM traces AS t
+WITH sizes AS (  -- joined on run, not a window over traces: a run filter reaches both scans
+  SELECT run, max(world_size) AS run_world_size
+  FROM traces
+  GROUP BY run
 )
 SELECT
-  run,
-  array_to_string(list_sort(list_distinct(list(phase))), ',') AS phases,
-  count(DISTINCT rank) AS ranks,
-  max(run_world_size) AS world_size,
-  CASE WHEN max(run_world_size) > 0
-       THEN max(run_world_size) - count(DISTINCT CASE WHEN rank < run_world_size THEN rank END)
+  t.run,
+  array_to_string(list_sort(list_distinct(list(t.phase))), ',') AS phases,
+  count(DISTINCT t.rank) AS ranks,
+  max(s.run_world_size) AS world_size,
+  CASE WHEN max(s.run_world_size) > 0
+       THEN max(s.run_world_size)
+            - count(DISTINCT CASE WHEN t.rank < s.run_world_size THEN t.rank END)
   END AS ranks_missing,
   count(*) AS files,
-  CAST(sum(events) AS BIGINT) AS events,
-  CAST(sum(bytes) AS BIGINT) AS bytes,
-  arg_min(tags, ingest_seq) AS tags,
-  min(ingest_seq) AS first_seq,
-  min(ingested_at) AS ingested_at
-FROM sized
-GROUP BY run;
+  CAST(sum(t.events) AS BIGINT) AS events,
+  CAST(sum(t.bytes) AS BIGINT) AS bytes,
+  arg_min(t.tags, t.ingest_seq) AS tags,
+  min(t.ingest_seq) AS first_seq,
+  min(t.ingested_at) AS ingested_at
+FROM traces AS t
+JOIN sizes AS s ON s.run = t.run
+GROUP BY t.run;

@@ -135,7 +135,8 @@ def test_the_spark_script_omits_the_readers_of_the_call_tree_and_run_metrics():
                        "op_perf", "module_stats", "collective_calls", "run_diff",
                        "op_phase_stats", "gemm_shapes", "module_phase_stats",
                        "run_metrics", "run_metric_diff", "stream_queue", "stream_queue_summary",
-                       "step_bottleneck"}
+                       "step_bottleneck", "rank_critical_path", "rank_critical_path_breakdown",
+                       "critical_path", "critical_path_breakdown", "critical_path_by_name"}
     statements = script("spark", EMPTY_SNAPSHOT, Path("/nowhere"), default_rules())
     defined = " ".join(statements)
     assert not any(f"VIEW {name} " in defined or f"FUNCTION {name}(" in defined

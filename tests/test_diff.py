@@ -4,6 +4,7 @@ import csv
 import gzip
 import io
 import json
+import re
 
 import pytest
 
@@ -228,3 +229,30 @@ def test_trend_of_an_unknown_kernel_says_so(tracewh):
     result = tracewh("trend", "kernel:volta_sgemm_128x32", expect=2)
     assert result.output.startswith("error: no kernel named 'volta_sgemm_128x32' in any run "
                                     "(by full or short name); did you mean 'volta_sgemm_128x32_")
+
+
+def test_units_show_diff_and_trend_times_in_tables_only(tracewh):
+    """`--units ms`: a table's or Markdown's times in ms, kernels' *_ns columns and metrics in
+    ns alike (exposed_comm_ns as exposed_comm_ms); json and csv keep exact ns."""
+    for run, path in (("base", WORKER0), ("new", WORKER1)):  # DLRM's rank 0 against rank 1
+        tracewh("ingest", path, "--run", run, "--phase", "train", "--rank", "0")
+    table = tracewh("diff", "base", "new", "--units", "ms").stdout
+    kernels, metrics = table.split("\n\n")[-2:]
+    assert "delta_ms" in kernels and "_ns" not in kernels
+    assert re.search(r"exposed_comm_ms +5\.54 +11\.06 +5\.519 +99\.67", metrics)
+    assert "_ns" not in metrics
+    markdown = tracewh("diff", "base", "new", "--units", "ms", "--format", "markdown").stdout
+    assert "| delta\\_ms |" in markdown and "exposed\\_comm\\_ms | 5.54 | 11.06 |" in markdown
+    (exposed,) = [m for m in diff_json(tracewh, "base", "new", "--units", "ms")["metrics"]
+                  if m["metric"] == "exposed_comm_ns"]
+    assert (exposed["base_value"], exposed["new_value"]) == (5537000, 11056000)
+    csv_text = tracewh("diff", "base", "new", "--units", "ms", "--format", "csv").stdout
+    assert "metric,regressed,exposed_comm_ns,,train,0,5537000,11056000,5519000," in csv_text
+    trend = tracewh("trend", "exposed_comm_ns", "--units", "ms").stdout
+    assert trend.splitlines()[0].split()[3:5] == ["value_ms", "delta_ms"]
+    assert re.search(r"new +train +1 +11\.06 +5\.519 +99\.67", trend)
+    ratio = tracewh("trend", "overlap_ratio", "--units", "ms").stdout
+    assert "value" in ratio.split() and "value_ms" not in ratio  # not a time
+    out = json.loads(tracewh("trend", "exposed_comm_ns", "--units", "ms", "--format",
+                             "json").stdout)
+    assert [r["value"] for r in out] == [5537000, 11056000]

@@ -215,6 +215,20 @@ def _rows(records, columns):
     return [[_pct(r[c]) if c == "delta_pct" else r[c] for c in columns] for r in records]
 
 
+def _metric_rows(records, units):
+    """The metrics table's rows; with `units`, a metric in ns is shown in them under its name
+    in them (exposed_comm_ns as exposed_comm_ms), its values and delta too."""
+    rows = _rows(records, _METRIC_COLUMNS)
+    name = _METRIC_COLUMNS.index("metric")
+    values = [_METRIC_COLUMNS.index(column) for column in ("base_value", "new_value", "delta")]
+    for row in rows:
+        if units and row[name].endswith("_ns"):
+            row[name] = output.unit_name(row[name], units)
+            for index in values:
+                row[index] = output.ns_in_units(row[index], units)
+    return rows
+
+
 def _noun(report):
     """What the rows compare: operators with --by op, else kernels."""
     return "operators" if report["by"] == "op" else "kernels"
@@ -262,7 +276,9 @@ def _csv_rows(report):
     return kernels + metrics
 
 
-def render_diff(report, fmt, terminal=False):
+def render_diff(report, fmt, terminal=False, units=None):
+    """The report in `fmt`; a table's or Markdown's times in `units` (a key of output.UNITS:
+    the kernels' *_ns columns and the metrics in ns), where json and csv keep the ns."""
     if fmt == "json":
         return json.dumps(report, indent=2, default=output.json_default) + "\n"
     if fmt == "csv":
@@ -279,10 +295,10 @@ def render_diff(report, fmt, terminal=False):
             parts += [f"\n**{_noun(report).capitalize()} that changed**\n\n",
                       output.render(_kernel_columns(report),
                                     _rows(changed, _kernel_columns(report)),
-                                    "markdown", squeeze=("name", "new_count"))]
+                                    "markdown", squeeze=("name", "new_count"), units=units)]
         if moved:
             parts += ["\n**Metrics that moved**\n\n",
-                      output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS),
+                      output.render(_METRIC_COLUMNS, _metric_rows(moved, units),
                                     "markdown")]
         return "".join(parts)
     shown = changed[:TABLE_ROWS]
@@ -291,12 +307,12 @@ def render_diff(report, fmt, terminal=False):
     if shown:
         columns = _table_columns(report)
         parts += ["\n", output.render(columns, _rows(shown, columns), "table",
-                                         squeeze=("name", "new_count"))]
+                                         squeeze=("name", "new_count"), units=units)]
         if len(changed) > len(shown):
             parts.append(f"... {len(changed) - len(shown)} more changed {_noun(report)} "
                          "(--format json for all)\n")
     if moved:
-        parts += ["\n", output.render(_METRIC_COLUMNS, _rows(moved, _METRIC_COLUMNS), "table")]
+        parts += ["\n", output.render(_METRIC_COLUMNS, _metric_rows(moved, units), "table")]
     return "".join(parts)
 
 

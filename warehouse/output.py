@@ -106,9 +106,16 @@ def _column_cells(name, values, units=None):
             for v, f in zip(values, figures)]
 
 
-def _header(name, units):
-    """A column's name as a table shows it: `*_ns` with the unit's suffix when converted."""
+def unit_name(name, units):
+    """A column's (or a metric's) name as a table shows it: `*_ns` with the unit's suffix when
+    converted."""
     return f"{name[:-3]}_{units}" if units and name.endswith("_ns") else name
+
+
+def ns_in_units(value, units):
+    """A number of ns in `units` (a key of UNITS), exactly (a Decimal); None stays None."""
+    figure = _figure(value)
+    return figure if figure is None else figure.scaleb(-UNITS[units])
 
 
 def _rows_as_text(columns, rows, units=None):
@@ -149,7 +156,7 @@ def render(columns, rows, fmt="table", width=None, max_rows=0, squeeze=None, ter
 
 
 def _markdown(columns, rows, units=None):
-    lines = ["| " + " | ".join(markdown_cell(_header(str(c), units)) for c in columns) + " |",
+    lines = ["| " + " | ".join(markdown_cell(unit_name(str(c), units)) for c in columns) + " |",
              "|" + "|".join("---:" if rows and _numeric(rows[0][i]) else "---"
                             for i in range(len(columns))) + "|"]
     lines += ["| " + " | ".join(markdown_cell(cell) for cell in row) + " |"
@@ -238,7 +245,7 @@ def _table(columns, rows, width, max_rows=0, squeeze=None, units=None):
     text = _rows_as_text(columns, rows, units)
     squeezed = columns.index(squeeze[0]) if squeeze else None
     last_shown = columns.index(squeeze[1]) if squeeze else None
-    columns = [_header(str(c), units) for c in columns]
+    columns = [unit_name(str(c), units) for c in columns]
     columns_text = [[row[i] for row in text] for i in range(len(columns))]
     columns_text = [column if i == squeezed else _shortened(column)
                     for i, column in enumerate(columns_text)]

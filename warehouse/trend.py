@@ -203,13 +203,26 @@ def sparkline(values):
     return "".join(map(block, values))
 
 
-def render_trend(columns, rows, fmt, terminal=False):
+# The columns of `trend` that hold the metric's figures (not delta_pct, a ratio).
+_FIGURES = ("value", "delta", "min_value", "max_value")
+
+
+def in_ns(metric):
+    """Whether a metric's figures are ns: a `*_ns` metric, a kernel's or an op's time."""
+    return metric.endswith("_ns") or metric.startswith(("kernel:", "op:"))
+
+
+def render_trend(columns, rows, fmt, terminal=False, units=None, metric=""):
     """`trend`'s rows in `fmt`; a table ends with a sparkline of each phase's values, oldest
-    first (csv and json hold the values only; csv escaped for a `terminal`)."""
-    text = output.render(columns, rows, fmt, terminal=terminal)
+    first (csv and json hold the values only; csv escaped for a `terminal`). With `units` a
+    table or Markdown shows a metric in ns in that unit (value as value_ms)."""
+    value, phase = columns.index("value"), columns.index("phase")  # phases are safe names
+    shown = columns
+    if units and fmt in ("table", "markdown") and in_ns(metric):
+        shown = [f"{c}_ns" if c in _FIGURES else c for c in columns]
+    text = output.render(shown, rows, fmt, terminal=terminal, units=units)
     if fmt != "table" or not rows:
         return text
-    value, phase = columns.index("value"), columns.index("phase")  # phases are safe names
     lines = [f"{name}: {sparkline([r[value] for r in rows if r[phase] == name])} (oldest to "
              "newest)\n" for name in dict.fromkeys(r[phase] for r in rows)]
     return text + "".join(lines)

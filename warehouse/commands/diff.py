@@ -6,7 +6,8 @@ import click
 
 from .. import output
 from ..diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
-from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_terminal
+from .options import (RULES_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
+                      to_terminal)
 
 
 @click.command()
@@ -38,10 +39,11 @@ from .options import RULES_OPTION, echo, pass_warehouse, phase_option, to_termin
                    "is one row per kernel and metric (column kind), every row.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a kernel or a metric regressed.")
+@UNITS_OPTION
 @RULES_OPTION
 @pass_warehouse
 def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_size, fmt,
-         fail_on_regression, rules):
+         fail_on_regression, units, rules):
     """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
 
     Either side may be RUN:PHASE (run and phase names hold no colon): infer:prefill
@@ -75,6 +77,6 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_si
         for kind in ("warning", "note"):
             for line in report["summary"][f"{kind}s"]:
                 click.echo(f"{kind}: {output.one_line(line)}", err=True)
-    echo(render_diff(report, fmt, terminal=to_terminal()))
+    echo(render_diff(report, fmt, terminal=to_terminal(), units=units))
     if fail_on_regression and report["summary"]["regression"]:
         sys.exit(1)

@@ -4,7 +4,8 @@ import click
 
 from ..names import parse_tag
 from ..trend import render_trend, trend_notes
-from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option, to_terminal
+from .options import (FORMAT_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
+                      to_terminal)
 
 
 @click.command(name="trend")
@@ -16,8 +17,9 @@ from .options import FORMAT_OPTION, echo, pass_warehouse, phase_option, to_termi
                    "order; runs without the tag are left out (stderr says how many).")
 @phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
+@UNITS_OPTION
 @pass_warehouse
-def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
+def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units):
     """Follow METRIC across runs: drift over many nights, not just two.
 
     METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
@@ -40,4 +42,4 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt):
                                          phase=phase)
     for note in trend_notes(warehouse, metric, rows, tag, order_by_tag, phase):
         click.echo(note, err=True)
-    echo(render_trend(columns, rows, fmt, terminal=to_terminal()))
+    echo(render_trend(columns, rows, fmt, terminal=to_terminal(), units=units, metric=metric))

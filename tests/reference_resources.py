@@ -162,9 +162,9 @@ def launched_work(document):
     return work
 
 
-def queue_summaries(document):
-    """{stream: (changes, max length, time-weighted mean as a Fraction, empty ns, ns at the
-    max)}: +1 at each launch, -1 at each start, launches first at equal times."""
+def queue_series(document):
+    """{stream: (changes, [length after each], [ns each length held])}: +1 at each launch, -1
+    at each start, launches first at equal times; the last length is held 0 ns."""
     by_stream = {}
     for index, stream, start, _, launch, _ in launched_work(document):
         if launch is not None:
@@ -176,8 +176,25 @@ def queue_summaries(document):
         for change in changes:
             length += change[3]
             lengths.append(length)
-        longest = max(lengths)
         held = [changes[i + 1][0] - changes[i][0] for i in range(len(changes) - 1)] + [0]
+        out[stream] = (changes, lengths, held)
+    return out
+
+
+def queue_blocked(document, full_at):
+    """{stream: (ns at a length of at least full_at, span ns)}: HTA's time blocked on a full
+    launch queue."""
+    return {stream: (sum(time for length, time in zip(lengths, held) if length >= full_at),
+                     sum(held))
+            for stream, (_, lengths, held) in queue_series(document).items()}
+
+
+def queue_summaries(document):
+    """{stream: (changes, max length, time-weighted mean as a Fraction, empty ns, ns at the
+    max)}."""
+    out = {}
+    for stream, (changes, lengths, held) in queue_series(document).items():
+        longest = max(lengths)
         weighted = sum(length * time for length, time in zip(lengths, held))
         out[stream] = (len(changes), longest,
                        Fraction(weighted, sum(held)) if sum(held) else None,
@@ -232,4 +249,57 @@ def step_figures(document):
         else:
             verdict = "mixed"
         out[index] = {**figures, "verdict": verdict}
+    return out
+
+
+def memory_bandwidth(document):
+    """{kind: [(ts ns, copies in flight, bandwidth as a Fraction of bytes per ns)]}: each copy
+    and set adds bytes / duration from its start to its end, starts first at equal times;
+    kinds as the trace names them (`Memcpy DtoH`, `Memset`)."""
+    by_kind = {}
+    for category, kind_of in (("gpu_memcpy", lambda name: " ".join(name.split()[:2])),
+                              ("gpu_memset", lambda name: "Memset")):
+        for index, event, start, end in _spans(document, category):
+            size = event.get("args", {}).get("bytes")
+            if size is None:
+                continue
+            rate = Fraction(size, end - start) if end > start else Fraction(0)
+            by_kind.setdefault(kind_of(event["name"]), []).extend(
+                [(start, 0, index, 1, rate), (end, 1, index, -1, -rate)])
+    out = {}
+    for kind, changes in by_kind.items():
+        changes.sort(key=lambda change: change[:3])
+        copies, rate, series = 0, Fraction(0), []
+        for ts, _, _, count, delta in changes:
+            copies += count
+            rate += delta
+            series.append((ts, copies, rate))
+        out[kind] = series
+    return out
+
+
+def kernel_trigrams(document, short_name):
+    """{(stream, first, second, third): (occurrences, total ns)} of every three consecutive
+    kernels on a stream, in order of start then file order; kernels named by `short_name`."""
+    by_stream = {}
+    for index, event, start, end in _spans(document, "kernel"):
+        stream = event.get("args", {}).get("stream", event.get("tid"))
+        by_stream.setdefault(stream, []).append((start, index, short_name[event["name"]],
+                                                 end - start))
+    out = {}
+    for stream, kernels in by_stream.items():
+        kernels.sort()
+        for a, b, c in zip(kernels, kernels[1:], kernels[2:]):
+            key = (stream, a[2], b[2], c[2])
+            count, total = out.get(key, (0, 0))
+            out[key] = (count + 1, total + a[3] + b[3] + c[3])
+    return out
+
+
+def memory_bytes(document):
+    """{kind: bytes} of the copies and sets that took time (a 0 ns one has no rate)."""
+    out = {}
+    for kind, series in memory_bandwidth(document).items():
+        out[kind] = float(sum(rate * (after[0] - ts)
+                              for (ts, _, rate), after in zip(series, series[1:])))
     return out

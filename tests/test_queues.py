@@ -5,7 +5,7 @@ verdicts with the figures behind them."""
 import pytest
 
 from .conftest import EXAMPLES, connect, load_reference, shared
-from .reference_resources import queue_summaries, step_figures
+from .reference_resources import queue_blocked, queue_summaries, step_figures
 
 VLLM = "tracelens/inference/vllm_decode_full_graph_execution.json.gz"
 HTA = "hta/trace_filter/sampled_rank-0.json.gz"
@@ -115,3 +115,20 @@ def test_a_rank_captured_twice_is_measured_live(tracewh, sql):
     assert [{k: r[k] for k in own} for r in rows] == [{k: r[k] for k in own} for r in stored]
     # The two ranks' steps overlap in time: each step's window holds the other's NCCL time
     assert [r["exposed_comm_ns"] for r in rows] != [r["exposed_comm_ns"] for r in stored]
+
+
+@pytest.mark.parametrize("full_at", [1, 2, 20])
+def test_time_blocked_on_a_full_queue(full_at, tracewh, sql):
+    """HTA's time blocked on a full launch queue, at a threshold of the caller's choosing."""
+    path = next(EXAMPLES.glob(DLRM_RANK0))
+    tracewh("ingest", path, "--run", "dlrm", "--rank", "0")
+    expected = queue_blocked(load_reference(path), full_at)
+    got = {r["stream"]: r for r in sql(f"SELECT * FROM stream_queue_blocked({full_at})")}
+    assert {stream: (r["blocked_ns"], r["span_ns"]) for stream, r in got.items()} == expected
+    assert all(r["queue_full_at"] == full_at for r in got.values())
+    # HTA's own figures (get_time_spent_blocked_on_full_queue and the series' durations, HTA
+    # 0.5 on this trace): the compute stream 7 held 20 or more launches (its longest queue:
+    # 25) for 152 us of its 12,552 us of launches, and no other stream did.
+    if full_at == 20:
+        assert got[7]["blocked_ns"] == 152_000 and got[7]["span_ns"] == 12_552_000
+        assert {s for s, r in got.items() if r["blocked_ns"]} == {7}

@@ -9,7 +9,7 @@ DEMO_WAREHOUSE := demo-warehouse
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 NATIVE := ingest/native/Cargo.toml ingest/native/Cargo.lock $(wildcard ingest/native/src/*.rs)
 
-.PHONY: install browser demo test test-torch bench clean
+.PHONY: install browser demo test test-torch bench docs clean
 
 install: $(VENV)/.installed
 
@@ -58,6 +58,11 @@ $(VENV)/.installed-torch: $(VENV)/.installed
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The pages of docs/ that list what the code defines (views, tables, commands, the index),
+# written from the code: tests/test_docs.py fails while a committed one differs.
+docs: install
+	$(BIN)/python docs/generate.py
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_WAREHOUSE) ingest/native/target ingest/_decode*.so

@@ -6,10 +6,12 @@
 -- direction as the trace names it (`Memcpy DtoH`, `Memcpy HtoD`, `Memcpy DtoD`...; `Memset`),
 -- as HTA's memory kernel types. Each copy adds bytes / dur_ns (GB/s, 10^9 bytes per s: bytes
 -- per ns) from its start to its end (at equal times starts come first, so the rows of length
--- 0 between are not figures of their own). Where HTA reads the `memory bandwidth (GB/s)` arg
--- the profiler rounded and stretches a 0 ns copy to 1 us, here the rate is the exact bytes
--- over the exact duration, and a 0 ns copy adds no rate and no bytes (it is counted in copies
--- for a row of length 0). Each trace is its own series. Bytes per time bucket:
+-- 0 between are not figures of their own). HTA reads the profiler's `memory bandwidth (GB/s)`
+-- arg, its bytes over the duration it measured before the trace rounded it (DLRM rank 0's
+-- largest copy: 14.43 GB/s there, 15.55 here), and stretches a 0 ns copy to 1 us; here the
+-- rate is the bytes over the duration the trace holds, so that a copy's rows add up to its
+-- bytes, and a 0 ns copy adds no rate and no bytes (it is counted in copies for a row of
+-- length 0). Each trace is its own series. Bytes per time bucket:
 --
 --   SELECT rank, kind, ts_ns - ts_ns % 1000000 AS bucket_ns, sum(bytes) AS bytes
 --   FROM memory_bandwidth GROUP BY ALL ORDER BY ALL   -- 1 ms buckets, by each change's start

@@ -1,4 +1,4 @@
-"""The package's layers, as the README's Layout section draws them, read from the modules'
+"""The package's layers, as docs/layout.md draws them, read from the modules'
 imports (every import, also those inside functions): a rule broken here is a room leaning on
 one it should not know."""
 
@@ -84,7 +84,7 @@ def test_only_the_modules_that_start_an_ingest_import_it(module):
     assert module in INGEST_STARTERS or not ingest, f"{module} imports {sorted(ingest)}"
 
 
-# The layers above the ingest, bottom up, as the README's Layout section lists them.
+# The layers above the ingest, bottom up, as docs/layout.md lists them.
 LAYERS = [
     BASE,
     {"tracewh.links", "tracewh.delta", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
@@ -103,7 +103,7 @@ LAYERS = [
 
 def test_every_module_is_in_a_layer():
     unplaced = {m for m in MODULES if not m.startswith("tracewh.ingest")} - set().union(*LAYERS)
-    assert not unplaced, f"add {sorted(unplaced)} to a layer (and to the README's Layout)"
+    assert not unplaced, f"add {sorted(unplaced)} to a layer (and to docs/layout.md)"
 
 
 @pytest.mark.parametrize("level", range(len(LAYERS)))

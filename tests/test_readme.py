@@ -1,4 +1,5 @@
-"""The README's example queries, run on the demo data, print exactly what the README shows."""
+"""The example queries of the README and of the pages of docs/, run on the demo data, print
+exactly what the page shows."""
 
 import re
 import shlex
@@ -8,19 +9,24 @@ import pytest
 
 from .conftest import EXAMPLES
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 EXAMPLE = re.compile(r"^    \$ (tracewh query .*)\n((?:    .*\n)+)", re.MULTILINE)
 
 
-def readme_queries():
-    """(command line, expected output) of every `tracewh query` example in the README."""
-    return [(match.group(1), "".join(line[4:] + "\n" for line in
-                                     match.group(2).splitlines()))
-            for match in EXAMPLE.finditer(README.read_text())]
+def readme_queries(documents=DOCUMENTS):
+    """(page, command line, expected output) of every `tracewh query` example of `documents`
+    (a `tracewh --warehouse ... query` runs elsewhere than on the demo data: not here)."""
+    return [(document.name, match.group(1), "".join(line[4:] + "\n" for line in
+                                                    match.group(2).splitlines()))
+            for document in documents
+            for match in EXAMPLE.finditer(document.read_text())]
 
 
 def test_readme_has_query_examples():
-    assert len(readme_queries()) >= 15
+    assert len(readme_queries([README])) >= 2
+    assert len(readme_queries()) >= 28  # as many as the README held before docs/
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +48,9 @@ def demo(tmp_path_factory):
     return run
 
 
-@pytest.mark.parametrize("command, expected", readme_queries(),
-                         ids=lambda value: value[:60] if isinstance(value, str) else None)
-def test_readme_example_output(command, expected, demo):
+@pytest.mark.parametrize("page, command, expected", readme_queries(),
+                         ids=[f"{page}:{command[14:60]}" for page, command, _ in readme_queries()])
+def test_readme_example_output(page, command, expected, demo):
     result = demo(shlex.split(command)[1:])
     assert result.exit_code == 0, result.output
     assert result.output == expected

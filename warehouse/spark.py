@@ -3,7 +3,7 @@
 Every table is a temporary view over the Parquet files of one snapshot (the newest when
 called), the kernel rules a temporary view, the library's views as temporary views and its
 table macros as SQL table functions (Spark 4), all as `tracewh views --dialect spark
---script` prints them: all but those `dialects.spark_omitted` names (see the README). Then `spark.sql("SELECT * FROM overlap")` answers as `tracewh query` does.
+--script` prints them: all but those `dialects.spark_omitted` names (see docs/readers.md). Then `spark.sql("SELECT * FROM overlap")` answers as `tracewh query` does.
 Needs pyspark (`pip install 'tracewh[spark]'`) and Java 17 or newer.
 """
 

@@ -59,7 +59,8 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_si
     sides and warnings) names each side's devices, world size and ranks present, and warns
     when they differ; the figures are compared all the same, and decide the exit status.
     The table cuts names in the middle to fit the width beside the deltas and counts;
-    markdown, json and csv keep them whole. Exit status: 0 no regression (or no
+    markdown, json and csv keep them whole. With --units, a table or markdown shows the
+    times in that unit, a metric in ns too (exposed_comm_ns as exposed_comm_ms). Exit status: 0 no regression (or no
     --fail-on-regression), 1 a regression, 2 a usage or input error (an unknown run, or a
     --phase or --rank that a run does not have).
 

@@ -30,6 +30,7 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units)
     GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
     and phase: the median over ranks, its change from the previous run of the phase (delta,
     delta_pct), the min and max over ranks; a table ends with a sparkline of each phase.
+    With --units, a table or markdown shows a metric in ns in that unit (value_ms...).
 
     \b
     Examples:

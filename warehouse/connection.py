@@ -46,6 +46,8 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
         connection = duckdb.connect()
         try:
             connection.execute("SET enable_progress_bar = false")  # it would mix into output
+            if not catalog.store.local:  # DuckDB reads the object store through fsspec
+                connection.register_filesystem(catalog.store.filesystem())
             define_library(connection, snapshot, rules,
                            lambda table: _table_view(connection, root, table, listed.result(),
                                                      copy=table.name in copied),

@@ -1,0 +1,186 @@
+"""The object-store backend: a bucket of S3 or of a store that speaks its protocol.
+
+botocore's client does the warehouse's own reads and writes: synchronous, its errors carry
+S3's codes (s3fs turns them into bare OSErrors, so a wrong key and a missing bucket would read
+alike), and its conditional put (`IfNoneMatch="*"`) is what creates a Delta commit only if the
+version is free. s3fs, the same requests over aiobotocore, is the fsspec file system DuckDB
+reads the Parquet files through (`filesystem`): DuckDB's own httpfs extension is downloaded at
+run time, which an offline machine cannot, and DuckDB 2.0 has no wheel of it.
+
+Settings and credentials come from the standard AWS variables only (AWS_ENDPOINT_URL,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ALLOW_HTTP, or
+botocore's own chain: profiles, instance roles), which delta-rs reads too: nothing here
+prints or stores them.
+
+Correctness rests on the store honouring `If-None-Match: *`: one that ignores it lets two
+writers both "create" a version, and one of the commits is lost without a word. So the first
+create of a process probes it, writing one key twice, and refuses a store that lets the second
+write through.
+"""
+
+import os
+import uuid
+
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import WarehouseError, printable
+from .base import Storage
+
+# S3's codes for a request it refused for its credentials
+_DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
+           "ExpiredToken", "Forbidden", "403"}
+_ABSENT = {"NoSuchKey", "404", "NotFound"}
+_TAKEN = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
+
+
+def _region():
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+class ObjectStorage(Storage):
+    local = False
+
+    def __init__(self, bucket):
+        self.bucket = bucket
+        self.endpoint = os.environ.get("AWS_ENDPOINT_URL") or None
+        self.client = botocore.session.get_session().create_client(
+            "s3", endpoint_url=self.endpoint, region_name=_region(),
+            config=Config(retries={"max_attempts": 3, "mode": "standard"},
+                          s3={"addressing_style": "path"} if self.endpoint else None))
+        self._probed = False
+        self._filesystem = None
+
+    def __reduce__(self):
+        """Sent to a worker process as its bucket: it opens a client of its own."""
+        return ObjectStorage, (self.bucket,)
+
+    # -- the interface -----------------------------------------------------------------------
+
+    def exists(self, where):
+        try:
+            self._head(where)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def is_dir(self, where):
+        reply = self._call("list_objects_v2", where, Prefix=_folder(where), MaxKeys=1)
+        return reply.get("KeyCount", 0) > 0
+
+    def read_bytes(self, where):
+        return self._call("get_object", where, Key=where.key)["Body"].read()
+
+    def size(self, where):
+        return self._head(where)["ContentLength"]
+
+    def mark(self, where):
+        head = self._head(where)
+        return (head.get("ETag"), head["LastModified"].timestamp())
+
+    def create(self, where, data):
+        if not self._probed:
+            self._probe(where.parent)
+        try:
+            self._call("put_object", where, Key=where.key, Body=data, IfNoneMatch="*")
+        except _Taken:
+            raise FileExistsError(str(where)) from None
+
+    def put_file(self, source, where):
+        with open(source, "rb") as handle:
+            self._call("put_object", where, Key=where.key, Body=handle)
+
+    def names(self, where):
+        names = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        prefix = _folder(where)
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
+                names += [item["Prefix"][len(prefix):].rstrip("/")
+                          for item in page.get("CommonPrefixes", ())]
+                names += [item["Key"][len(prefix):] for item in page.get("Contents", ())]
+        except (ClientError, BotoCoreError) as error:
+            raise self._error(error, where) from None
+        return names
+
+    def delete(self, where):
+        self._call("delete_object", where, Key=where.key)
+
+    def delta_options(self):
+        """delta-rs reads the same AWS variables itself; the region it needs set."""
+        return {"AWS_REGION": _region()}
+
+    def filesystem(self):
+        """The fsspec file system (s3fs) DuckDB reads this bucket's files through."""
+        if self._filesystem is None:
+            import s3fs
+
+            self._filesystem = s3fs.S3FileSystem(
+                endpoint_url=self.endpoint, client_kwargs={"region_name": _region()},
+                use_listings_cache=False, skip_instance_cache=True)
+        return self._filesystem
+
+    # -- requests and their errors -----------------------------------------------------------
+
+    def _probe(self, folder):
+        """Refuse a store that does not honour `If-None-Match: *` (see the module)."""
+        probe = folder / f".tracewh-probe-{uuid.uuid4().hex}"
+        try:
+            self._call("put_object", probe, Key=probe.key, Body=b"1", IfNoneMatch="*")
+            try:
+                self._call("put_object", probe, Key=probe.key, Body=b"2", IfNoneMatch="*")
+            except _Taken:
+                self._probed = True
+                return
+            raise WarehouseError(
+                f"{printable(self._url())}: the object store does not honour conditional writes "
+                "(a second PUT with If-None-Match: * replaced an object instead of failing with "
+                "412): two writers could both commit a version of a table and one commit would "
+                "be lost, so tracewh does not write there")
+        finally:
+            self._call("delete_object", probe, Key=probe.key)
+
+    def _head(self, where):
+        return self._call("head_object", where, Key=where.key)
+
+    def _call(self, method, where, **arguments):
+        try:
+            return getattr(self.client, method)(Bucket=self.bucket, **arguments)
+        except (ClientError, BotoCoreError) as error:
+            raise self._error(error, where) from None
+
+    def _url(self):
+        return f"s3://{self.bucket}" + (f" at {self.endpoint}" if self.endpoint else "")
+
+    def _error(self, error, where):
+        """The error a failed request is reported by, its secret-free reason in one line."""
+        if isinstance(error, ClientError):
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in _ABSENT:
+                return FileNotFoundError(str(where))
+            if code in _TAKEN:
+                return _Taken(str(where))
+            if code in _DENIED:
+                return WarehouseError(f"{printable(self._url())}: access denied ({code}): check "
+                                      "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and the "
+                                      "bucket's policy)")
+            if code == "NoSuchBucket":
+                return WarehouseError(f"{printable(self._url())}: no such bucket")
+            return WarehouseError(f"{printable(str(where))}: the object store refused "
+                                  f"({printable(code)})")
+        reason = type(error).__name__
+        if reason == "NoCredentialsError":
+            return WarehouseError(f"{printable(self._url())}: no credentials: set "
+                                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        return WarehouseError(f"{printable(self._url())}: cannot reach the object store "
+                              f"({reason})")
+
+
+class _Taken(Exception):
+    """A conditional put refused: the name is taken."""
+
+
+def _folder(where):
+    return f"{where.key}/" if where.key else ""
+

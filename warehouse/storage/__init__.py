@@ -44,7 +44,7 @@ def of(where):
         return _LOCAL
     store = _STORES.get(where.bucket)
     if store is None:
-        from .objects import ObjectStorage  # s3fs and botocore: only for an object store
+        from .objects import ObjectStorage  # botocore: only for an object store
 
         store = _STORES[where.bucket] = ObjectStorage(where.bucket)
     return store

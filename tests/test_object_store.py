@@ -27,6 +27,7 @@ pytestmark = pytest.mark.s3
 
 BUCKET = "tracewh-test"
 RANKS = sorted(EXAMPLES.glob("*.json*"))
+FEW = RANKS[:4]  # enough for every reader, a quarter of the test's time less than 8
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +69,12 @@ def _rows(warehouse, sql):
 
 @pytest.fixture(scope="module")
 def pair(s3, tmp_path_factory):
-    """(local warehouse, s3:// warehouse), each with the 8 ranks as runs a and b."""
+    """(local warehouse, s3:// warehouse), each with 4 ranks as runs a and b."""
     local = tmp_path_factory.mktemp("reference") / "wh"
     remote = f"s3://{BUCKET}/pair"
     for warehouse in (local, remote):
         for run in ("a", "b"):
-            _cli(warehouse, "ingest", EXAMPLES, "--run", run, "--phase", "train")
+            _cli(warehouse, "ingest", *FEW, "--run", run, "--phase", "train")
     return local, remote
 
 
@@ -101,10 +102,11 @@ def test_export_and_report_as_locally(pair, tmp_path):
     local, remote = pair
     for name, warehouse in (("local", local), ("remote", remote)):
         _cli(warehouse, "export", "a", "--rank", "3", "--out", tmp_path / f"{name}.json")
-        _cli(warehouse, "report", "a", "--out", tmp_path / f"{name}.html")
     assert (json.loads((tmp_path / "remote.json").read_text())
             == json.loads((tmp_path / "local.json").read_text()))
-    assert (tmp_path / "remote.html").stat().st_size > 10_000
+    _cli(remote, "report", "b", "--base", "a", "--out", tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    assert "ProfilerStep" in html and "<svg" in html
 
 
 def test_deltalake_polars_and_duckdb_agree(pair):
@@ -143,7 +145,7 @@ def test_two_ingests_at_once_from_two_processes(s3, pair):
     """No lock: both runs are committed whole, every row once."""
     remote = f"s3://{BUCKET}/concurrent"
     _cli(remote, "ingest", RANKS[0], "--run", "first", "--phase", "train")
-    ingests = [_process(s3, remote, "ingest", EXAMPLES, "--run", run, "--phase", "train")
+    ingests = [_process(s3, remote, "ingest", *FEW, "--run", run, "--phase", "train")
                for run in ("c1", "c2")]
     for ingest in ingests:
         out, err = ingest.communicate(timeout=300)
@@ -155,10 +157,10 @@ def test_two_ingests_at_once_from_two_processes(s3, pair):
         (run, rank): n for run in ("c1", "c2") for rank, n in reference.items()}
     # every table's log took both writers' commits (no version lost to the other)
     traces = storage.location(remote) / "traces"
-    assert delta.latest_version(traces) >= 1 + 1 + 16
+    assert delta.latest_version(traces) >= 1 + 1 + 2 * len(FEW)
 
 
-def test_a_killed_ingest_leaves_no_partial_trace(s3, pair):
+def test_a_killed_ingest_leaves_no_partial_trace(s3, tmp_path):
     remote = f"s3://{BUCKET}/killed"
     _cli(remote, "ingest", RANKS[0], "--run", "first", "--phase", "train")
     traces = storage.location(remote) / "traces"
@@ -169,7 +171,9 @@ def test_a_killed_ingest_leaves_no_partial_trace(s3, pair):
         time.sleep(0.05)
     ingest.send_signal(signal.SIGKILL)
     ingest.wait()
-    reference = {row["rank"]: row["n"] for row in _rows(pair[0], COUNTS) if row["run"] == "a"}
+    local = tmp_path / "wh"
+    _cli(local, "ingest", EXAMPLES, "--run", "k", "--phase", "train")
+    reference = {row["rank"]: row["n"] for row in _rows(local, COUNTS)}
     ranks = [row["rank"] for row in _rows(remote, "SELECT rank FROM traces WHERE run = 'k'")]
     assert 2 <= len(ranks) < len(RANKS)  # killed mid-run
     counts = {row["rank"]: row["n"] for row in _rows(remote, COUNTS) if row["run"] == "k"}
@@ -254,3 +258,15 @@ def test_no_credential_is_stored_in_the_warehouse(pair):
     for item in found:
         data = store.read_bytes(storage.location(f"s3://{BUCKET}/{item['Key']}"))
         assert SECRET_KEY.encode() not in data and ACCESS_KEY.encode() not in data
+
+
+@pytest.mark.parametrize("command", [["vacuum"], ["optimize"], ["refresh"], ["repair"],
+                                     ["delete", "a", "--yes"]], ids=lambda c: c[0])
+def test_maintenance_is_refused_on_an_object_store_for_now(pair, command):
+    """Each would delete or rewrite files other writers' commits may name, with no lock."""
+    before = _cli(pair[1], "snapshot").stdout
+    result = _cli(pair[1], *command, expect=2)
+    assert error_lines(result.stderr) == [
+        f"error: s3://{BUCKET}/pair: `tracewh {command[0]}` is not supported on an object "
+        "store yet (ingest and every reader are)"]
+    assert _cli(pair[1], "snapshot").stdout == before

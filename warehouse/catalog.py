@@ -203,6 +203,13 @@ class Catalog:
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.RLock())
 
+    def check_local(self, command):
+        """Refuse a maintenance command on an object store, where it is not supported yet
+        (it would delete or rewrite files other writers' commits may name: no lock there)."""
+        if not self.store.local:
+            raise UsageError(f"{printable(str(self.root))}: `tracewh {command}` is not supported "
+                             "on an object store yet (ingest and every reader are)")
+
     def live_files(self, table, version, runs=None):
         """A table's live files at `version` (optionally of some runs only)."""
         return delta.live_files(self.table_path(table), version, runs)

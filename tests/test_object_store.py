@@ -270,3 +270,15 @@ def test_maintenance_is_refused_on_an_object_store_for_now(pair, command):
         f"error: s3://{BUCKET}/pair: `tracewh {command[0]}` is not supported on an object "
         "store yet (ingest and every reader are)"]
     assert _cli(pair[1], "snapshot").stdout == before
+
+
+def test_a_local_warehouse_imports_no_object_store_library(tmp_path):
+    """botocore costs start-up time every local command would pay."""
+    code = ("import sys; from click.testing import CliRunner; from tracewh.cli import cli; "
+            f"result = CliRunner().invoke(cli, ['--warehouse', {str(tmp_path / 'wh')!r}, "
+            "'ingest', sys.argv[1], '--run', 'r']); assert result.exit_code == 0, result.output; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('botocore', 's3fs', 'aiobotocore', 'boto3')))")
+    found = subprocess.run([sys.executable, "-c", code, str(RANKS[0])], capture_output=True,
+                           text=True, check=True).stdout
+    assert found.strip() == "[]"

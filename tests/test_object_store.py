@@ -31,10 +31,12 @@ FEW = RANKS[:4]  # enough for every reader, a quarter of the test's time less th
 
 
 @pytest.fixture(scope="module")
-def s3():
-    """The server's environment (AWS_* variables), set in this process too."""
+def s3(tmp_path_factory):
+    """The server's environment (AWS_* variables, and a cache of the tests' own), set in this
+    process too."""
     with seaweedfs() as env:
         make_bucket(env, BUCKET)
+        env = {**env, "TRACEWH_CACHE": str(tmp_path_factory.mktemp("cache"))}
         saved = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
         storage._STORES.clear()  # clients made under another environment

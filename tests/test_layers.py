@@ -87,7 +87,8 @@ def test_only_the_modules_that_start_an_ingest_import_it(module):
 # The layers above the ingest, bottom up, as docs/layout.md lists them.
 LAYERS = [
     BASE,
-    {"tracewh.links", "tracewh.delta", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
+    {"tracewh.storage", "tracewh.storage.base", "tracewh.storage.local",
+     "tracewh.storage.objects", "tracewh.links", "tracewh.delta", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
      "tracewh.peaks"},
     {"tracewh.query", "tracewh.library", "tracewh.table_sql", "tracewh.connection",
      "tracewh.statements", "tracewh.query_analysis", "tracewh.scope"},

@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import tempfile
 import threading
 import time
 import uuid
@@ -43,7 +44,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import delta, layout, links
+from . import delta, layout, links, storage
 from .delta import DataFile
 from .errors import HINT, UsageError, WarehouseBusy, WarehouseError, printable
 from .names import check_partition
@@ -83,12 +84,12 @@ class StagedTrace:
     def partition(self):
         return layout.partition(self.run, self.phase, self.rank)
 
-    def data_file(self, table, part, root, row=None):
+    def data_file(self, table, part, file, row=None):
+        """The DataFile of a part, from `file`, its bytes (on local disk)."""
         path = f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
-        size, sha256 = delta.file_digest(Path(root) / table / path)
+        size, sha256 = delta.file_digest(file)
         return DataFile(path, self.run, self.phase, self.rank,
-                        pq.ParquetFile(Path(root) / table / path).metadata.num_rows, size, row,
-                        sha256=sha256)
+                        pq.ParquetFile(file).metadata.num_rows, size, row, sha256=sha256)
 
 
 @dataclass
@@ -129,17 +130,21 @@ class Snapshot:
     versions: dict  # {table: version}
     seq: int
     class_rules: tuple  # fingerprints of the class rules any live trace was stored with
+    # On an object store, the traces the snapshot holds: writers there take no lock, so a
+    # table's version can hold files of a trace another writer has not committed yet (or
+    # never will, killed): readers see the files of these traces only. None: every file.
+    trace_ids: frozenset | None = None
 
     def files(self, root, runs=None):
         """{table: [DataFile]} at the snapshot's versions (optionally of some runs only)."""
-        return self._each_table(root, lambda path, version: delta.live_files(path, version,
-                                                                             runs))
+        return self._each_table(root, lambda path, version: delta.files_of(delta.of_traces(
+            delta.add_actions(path, version, runs), self.trace_ids)))
 
     def paths(self, root, runs=None, tables=None):
         """{table: [path of each live file]} at the snapshot's versions (optionally of some
         runs, some tables only)."""
-        return self._each_table(root, lambda path, version: delta.live_paths(path, version,
-                                                                             runs), tables)
+        return self._each_table(root, lambda path, version: delta.live_paths(
+            path, version, runs, self.trace_ids), tables)
 
     def _each_table(self, root, read, tables=None):
         # Tables of the snapshot only: a warehouse being created has some tables already
@@ -147,7 +152,8 @@ class Snapshot:
         tables = [name for name in (TABLES if tables is None else tables)
                   if name in self.versions]
         with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
-            found = pool.map(lambda name: read(Path(root) / name, self.versions[name]), tables)
+            found = pool.map(lambda name: read(storage.location(root) / name,
+                                               self.versions[name]), tables)
             return dict(zip(tables, found))
 
 
@@ -173,8 +179,12 @@ def local_root(root):
 
 
 class Catalog:
+    """A warehouse: a local directory, or a prefix of an object store's bucket (`storage`),
+    where writers take no lock (see `commit`)."""
+
     def __init__(self, root, lock_timeout=None):
-        self.root = local_root(root)
+        self.root = storage.location(root)
+        self.store = storage.of(self.root)
         # Seconds a writer waits for the lock before WarehouseBusy; None waits as long as it
         # takes (the CLI). A training job's trace handler must not stall a step for long.
         self.lock_timeout = lock_timeout
@@ -193,6 +203,13 @@ class Catalog:
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.RLock())
 
+    def check_local(self, command):
+        """Refuse a maintenance command on an object store, where it is not supported yet
+        (it would delete or rewrite files other writers' commits may name: no lock there)."""
+        if not self.store.local:
+            raise UsageError(f"{printable(str(self.root))}: `tracewh {command}` is not supported "
+                             "on an object store yet (ingest and every reader are)")
+
     def live_files(self, table, version, runs=None):
         """A table's live files at `version` (optionally of some runs only)."""
         return delta.live_files(self.table_path(table), version, runs)
@@ -205,7 +222,7 @@ class Catalog:
     def check_readable(self):
         """Refuse to read a directory that does not exist or is not a warehouse: a mistyped
         --warehouse would otherwise answer every query with no rows."""
-        if not self.root.is_dir():
+        if not self.store.is_dir(self.root):
             raise WarehouseError(f"no warehouse at {self.root}: the directory does not exist "
                                  f"(ingest traces into it first{HINT})",
                                  cli_hint=", or pass --warehouse DIR")
@@ -216,7 +233,7 @@ class Catalog:
         of an earlier tracewh, for reading or writing: a warehouse is a new or empty
         directory, or one with the catalog's state; and one whose control paths are links."""
         # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
-        names = {path.name for path in self.root.iterdir()} if self.root.is_dir() else set()
+        names = set(self.store.names(self.root))
         if names and STATE_DIR not in names:
             if self.lost_state():
                 raise WarehouseError(f"{self.root}: its {STATE_DIR}/ is gone, but its tables are "
@@ -225,11 +242,12 @@ class Catalog:
                                      "held one)")
             raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
                                  f"and no {STATE_DIR}/", cli_hint=" (pass --warehouse DIR)")
-        if (self.state / OLD_MANIFEST).exists():
+        if self.store.exists(self.state / OLD_MANIFEST):
             raise WarehouseError(f"{self.root} was written by an earlier tracewh (warehouse "
                                  f"format 4 or older, before Delta Lake tables): ingest the "
                                  f"traces again into a new warehouse")
-        links.check_no_links(self.control_paths())
+        if self.store.local:  # an object store has no links
+            links.check_no_links(self.control_paths())
 
     def control_paths(self):
         """The paths tracewh writes, deletes or trusts, which must not be links (see
@@ -249,7 +267,8 @@ class Catalog:
         (its `traces` log holds a pointer): everything in it but the kernel rules is made
         again by a writer (lock, derived.json) or not needed (staging files of dead ingests;
         the commit marker, whose loss the first lock's check of every table covers)."""
-        return not self.state.exists() and self.snapshot() is not EMPTY_SNAPSHOT
+        return (self.store.local and not self.state.exists()
+                and self.snapshot() is not EMPTY_SNAPSHOT)
 
     def restore_state(self):
         """Recreate a lost state directory (see lost_state); True if it was."""
@@ -268,9 +287,15 @@ class Catalog:
             pointer = delta.commit_info(traces, version).get("tracewh")
             if pointer is not None:
                 return Snapshot({**pointer["versions"], TRACES: version}, pointer["seq"],
-                                tuple(pointer["class_rules"]))
+                                tuple(pointer["class_rules"]),
+                                None if self.store.local else self._trace_ids(version))
             version -= 1
         return EMPTY_SNAPSHOT
+
+    def _trace_ids(self, version):
+        """The ids of the traces `traces` holds at `version`."""
+        actions = delta.add_actions(self.table_path(TRACES), version)
+        return frozenset(map(layout.trace_id_of, actions["path"].to_pylist()))
 
     def stored_traces(self, run, phase=None, snapshot=None):
         """The committed traces of a run (and phase), from their `traces` rows."""
@@ -320,9 +345,14 @@ class Catalog:
     # -- writing ------------------------------------------------------------------------------
 
     def new_staging_dir(self):
-        path = self.state / STAGING / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        """A directory to stage an ingest's files in: the warehouse's own (moved into place
+        at the commit), or for an object store a local temporary one (uploaded from)."""
+        parent = (self.state if self.store.local
+                  else Path(tempfile.gettempdir()) / "tracewh-s3") / STAGING
+        path = parent / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         path.mkdir(parents=True)
         return path
+
 
     @contextlib.contextmanager
     def locked(self, check_all=False, recover=True):
@@ -340,13 +370,16 @@ class Catalog:
         `recover=False` touches no table: a vacuum on a full disk, where no rollback can be
         written, still deletes."""
         with self._lock:
-            handle = None if self._lock_depth else self._take_flock()
+            handle = None
+            if not self._lock_depth:
+                handle = self._take_flock() if self.store.local else self._check_writable()
             self._lock_depth += 1
             try:
                 if recover:
                     self._create_tables()
-                    self._recover(check_all or not self._logs_checked
-                                  or (self.state / COMMITTING).exists())
+                    if self.store.local:  # an object store's writers are not rolled back
+                        self._recover(check_all or not self._logs_checked
+                                      or (self.state / COMMITTING).exists())
                     self._logs_checked = True
                 yield
             finally:
@@ -354,6 +387,15 @@ class Catalog:
                 if handle is not None:
                     fcntl.flock(handle, fcntl.LOCK_UN)
                     os.close(handle)
+
+    def _check_writable(self):
+        """An object store's writers take no lock (see `commit`): the prefix checked to be a
+        warehouse, or to become one (its state marked, the store's conditional writes
+        probed by the first create)."""
+        self.check_not_foreign()
+        mark = self.state / "format"
+        with contextlib.suppress(FileExistsError):
+            self.store.create(mark, json.dumps({"format": FORMAT_VERSION}).encode())
 
     def _take_flock(self):
         """The lock file's descriptor, flock'ed (not through a link: see `links`). Opening it
@@ -400,7 +442,12 @@ class Catalog:
 
     @contextlib.contextmanager
     def committing(self):
-        """Mark a commit under way, so that the next writer checks the tables if it dies."""
+        """Mark a commit under way, so that the next writer checks the tables if it dies.
+        An object store's writers need none: a commit without its `traces` row is never
+        read (see Snapshot.trace_ids)."""
+        if not self.store.local:
+            yield
+            return
         links.touch(self.state / COMMITTING)
         yield
         (self.state / COMMITTING).unlink()
@@ -426,11 +473,14 @@ class Catalog:
             with _interrupt_deferred(), self.committing():
                 version = self._publish(staged, staging, snapshot, seq,
                                         {t.trace_id for t in replaced}, row_stats)
-            self._traces[staged.run, staged.phase] = (version, [
-                *(t for t in stored if t not in replaced),
-                StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
-                            staged.rank, row["events"], row["bytes"],
-                            json.loads(row["tags"] or "{}"), seq)])
+            if not self.store.local:  # its sequence number is that of the version it won
+                self._traces.pop((staged.run, staged.phase), None)
+            else:
+                self._traces[staged.run, staged.phase] = (version, [
+                    *(t for t in stored if t not in replaced),
+                    StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
+                                staged.rank, row["events"], row["bytes"],
+                                json.loads(row["tags"] or "{}"), seq)])
             shutil.rmtree(staging, ignore_errors=True)
             return CommitResult(None, "replaced" if replaced else "ingested")
 
@@ -458,9 +508,15 @@ class Catalog:
         return known[1]
 
     def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
-        """Move the staged files into their partitions and commit them, `traces` last;
-        return the new version of `traces`."""
+        """Move the staged files into their partitions (upload them, to an object store)
+        and commit them, `traces` last; return the new version of `traces`."""
         parts = {**staged.parts, TRACES: [0]}
+        files = {table: {part: staged.data_file(table, part,
+                                                staging / layout.staged_name(table, part),
+                                                row_stats if table == TRACES else None)
+                         for part in numbers} for table, numbers in parts.items()}
+        if not self.store.local:
+            return self._publish_unlocked(staged, staging, snapshot, files, replaced_ids)
         targets = {table: self.table_path(table) / staged.partition() for table in parts}
         for target in targets.values():  # each run=/phase=/rank= directory, before any move
             target.mkdir(parents=True, exist_ok=True)
@@ -475,10 +531,9 @@ class Catalog:
                 list(pool.map(lambda table: self.run_files(table, versions[table], staged.run),
                               TABLES))
         for table in [name for name in TABLES if name != TRACES] + [TRACES]:
-            adds = [staged.data_file(table, part, self.root,
-                                     row_stats if table == TRACES else None)
-                    for part in parts.get(table, [])]
+            adds = list(files.get(table, {}).values())
             removes = []
+
             if replaced_ids:
                 removes = [f for f in self.run_files(table, versions[table], staged.run)
                            if f.trace_id in replaced_ids]
@@ -496,7 +551,97 @@ class Catalog:
             versions[table] = committed
         return versions[TRACES]
 
+    # -- an object store's commits: no lock ----------------------------------------------------
+
+    def _publish_unlocked(self, staged, staging, snapshot, files, replaced_ids):
+        """Commit a staged trace to an object store, where writers take no lock and Delta's
+        protocol orders them (each version created only if absent). The files are uploaded
+        under names no other writer uses (the trace id is new to this ingest); each event
+        table gets an append of them, retried at the next version when another writer took
+        its version (appends never conflict); then `traces` gets the trace's row, and the
+        removal of the rows it replaces, with a pointer made from the newest one: each
+        table's version the newest of the pointer's and this commit's. A reader sees the
+        files of the traces `traces` holds only (Snapshot.trace_ids), so the event tables'
+        files of a trace being committed, replaced or killed are never read. Lost the
+        `traces` version: made again from the new pointer, unless what won it conflicts
+        (the same trace committed, or a trace this one replaces replaced already): then the
+        appends are withdrawn and the commit refused. Return the version of `traces`."""
+        for table, by_part in files.items():
+            for part, data_file in by_part.items():
+                self.store.put_file(staging / layout.staged_name(table, part),
+                                    self.table_path(table) / data_file.path)
+        appended = {}
+        try:
+            for table in TABLES:
+                if table != TRACES and files.get(table):
+                    appended[table] = self._append(
+                        table, snapshot.versions[table],
+                        [delta.add_action(f) for f in files[table].values()], "WRITE")
+            return self._commit_trace_row(staged, staging, snapshot, appended, replaced_ids)
+        except BaseException:
+            self._withdraw(appended, files)
+            raise
+
+    def _append(self, table, version, actions, operation):
+        """Commit `actions` as the version after `version`, or the first free one after it."""
+        path = self.table_path(table)
+        while True:
+            try:
+                return delta.commit(path, version + 1, actions, operation)
+            except delta.VersionTaken:
+                version = delta.latest_version(path)
+
+    def _commit_trace_row(self, staged, staging, snapshot, appended, replaced_ids):
+        """The `traces` commit of `_publish_unlocked`, made again from the newest pointer
+        until it wins a version."""
+        path = self.table_path(TRACES)
+        now = snapshot
+        while True:
+            if now.versions[TRACES] != snapshot.versions[TRACES]:
+                self._check_no_conflict(staged, now, replaced_ids)
+            seq = now.seq + 1
+            row = self._stage_trace_row(staged, staging, seq)
+            source = staging / layout.staged_name(TRACES, 0)
+            added = staged.data_file(TRACES, 0, source,
+                                     {name: row[name] for name in delta.ROW_STATS})
+            self.store.put_file(source, path / added.path)
+            removes = ([f for f in self.live_files(TRACES, now.versions[TRACES], [staged.run])
+                        if f.trace_id in replaced_ids] if replaced_ids else [])
+            versions = {table: max(version, appended.get(table, version))
+                        for table, version in now.versions.items()}
+            rules = set(now.class_rules) | ({staged.class_rules} - {""})
+            try:
+                return delta.commit(path, now.versions[TRACES] + 1,
+                                    [*map(delta.remove_action, removes),
+                                     delta.add_action(added)],
+                                    "WRITE", self.pointer(versions, seq, rules))
+            except delta.VersionTaken:
+                now = self.snapshot()
+
+    def _check_no_conflict(self, staged, now, replaced_ids):
+        """Refuse a commit that what another writer committed meanwhile conflicts with."""
+        same_rank = [t for t in self.stored_traces(staged.run, staged.phase, now)
+                     if t.rank == staged.rank]
+        where = (f"run {staged.run}, phase {staged.phase}, rank {staged.rank} of "
+                 f"{self.root}")
+        if not replaced_ids and any(t.sha256 == staged.sha256 for t in same_rank):
+            raise WarehouseError(f"{where}: another ingest committed the same trace meanwhile: "
+                                 "not committed twice")
+        if not replaced_ids <= {t.trace_id for t in same_rank}:
+            raise WarehouseError(f"{where}: another writer replaced or deleted the traces this "
+                                 "ingest replaces meanwhile: not committed (ingest it again)")
+
+    def _withdraw(self, appended, files):
+        """Remove the files of a refused or failed commit from the tables it appended them to
+        (unread anyway: no `traces` row names their trace), as far as the store lets it."""
+        for table, version in appended.items():
+            with contextlib.suppress(WarehouseError, OSError):
+                self._append(table, version,
+                             [delta.remove_action(f) for f in files[table].values()], "WITHDRAW")
+
+
     def run_files(self, table, version, run):
+
         """live_files(table, version, [run]), kept from one call to the next and brought up to
         date by this process's own commits, as traces_of is: replacing a run removes its old
         files from every table at each rank's commit, and loading a table costs delta-rs
@@ -534,8 +679,13 @@ class Catalog:
         for name, table in TABLES.items():
             delta.create(self.table_path(name), table)
         versions = {name: delta.latest_version(self.table_path(name)) for name in TABLES}
-        delta.commit(traces, versions[TRACES] + 1, [], "CREATE TRACEWH WAREHOUSE",
-                     self.pointer(versions, 0, ()))
+        try:
+            delta.commit(traces, versions[TRACES] + 1, [], "CREATE TRACEWH WAREHOUSE",
+                         self.pointer(versions, 0, ()))
+        except delta.VersionTaken:  # another writer created it (an object store's: no lock)
+            if self.snapshot() is EMPTY_SNAPSHOT:
+                raise
+
 
     def _checked_latest(self, table, committed):
         """The table's newest version, its log checked for damage (DamagedLog): the commits

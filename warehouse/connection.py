@@ -42,7 +42,7 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     with concurrent.futures.ThreadPoolExecutor(1) as beside:
         # delta-rs lists the files, without the GIL, while DuckDB defines the library on
         # stand-ins of the tables (the demo's 8 ranks: 0.06 s of a refresh's 0.18 s connection)
-        listed = beside.submit(_files, root, snapshot, runs, tables)
+        listed = beside.submit(_files, catalog, snapshot, runs, tables)
         connection = duckdb.connect()
         try:
             connection.execute("SET enable_progress_bar = false")  # it would mix into output
@@ -60,14 +60,24 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     return connection
 
 
-def _files(root, snapshot, runs, tables):
+def _files(catalog, snapshot, runs, tables):
     """{table: the paths of its files} at `snapshot` (of `runs`, `tables`), their sizes and
-    the event tables' row counts checked (see `connect`)."""
+    the event tables' row counts checked (see `connect`); of an object store's, the paths of
+    their local copies (see storage.objects)."""
+    root = catalog.root
     paths = snapshot.paths(root, runs, tables)
     check_sizes(root, snapshot, paths, runs)
     if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):
         check_counts(root, snapshot, runs)
-    return paths
+    if catalog.store.local:
+        return paths
+    copies = {}
+    for table, files in paths.items():
+        try:
+            copies[table] = catalog.store.local_copies(files)
+        except FileNotFoundError:
+            raise missing_file_error(root, table, files) from None
+    return copies
 
 
 def _table_view(connection, root, table, paths, copy):

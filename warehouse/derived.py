@@ -35,6 +35,8 @@ def refresh_derived(catalog, verify=False):
     leaves the committed traces as they are: the next writing command, or `tracewh refresh`,
     derives again. With `verify`, every mart's files are read, and a mart with a file not as
     its commit wrote it is made again (see `marts.changed_marts`)."""
+    if not catalog.store.local:  # marts and tracewh.duckdb are kept on local disk only
+        return DerivedRefresh()
     with catalog.locked():
         snapshot = catalog.snapshot()
         rules = effective_rules(catalog.root)
@@ -81,6 +83,8 @@ def current_marts(catalog, snapshot, rules, only=None):
     `rules`, for a query to read instead of computing the views over every file: the last
     refresh derived from this snapshot with these rules and no run waits to be computed
     again. {} otherwise (the views are computed). With `only`, of those marts alone."""
+    if not catalog.store.local:  # none kept there (see refresh_derived)
+        return {}
     done = _read_json(catalog.state / DONE_FILE) or {}
     derived_from = _derived_from(snapshot, rules)
     if ({key: done.get(key) for key in derived_from} != derived_from

@@ -9,14 +9,13 @@ is found by counting: every event of a trace lands in exactly one event table, a
 """
 
 import collections
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import delta, layout
+from . import delta, layout, storage
 from .catalog import TRACES
 from .errors import HINT, WarehouseError
 
@@ -24,7 +23,6 @@ from .errors import HINT, WarehouseError
 # gpu_intervals, gpu_time, step_time), or from its top-level keys (devices, traces).
 EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
                 "other_events")
-_TRACE_ID = r"(?:^|/)(?P<trace_id>[^/]+?)-[^/]*$"  # every file is <trace_id>-<part>.parquet
 
 
 def check_counts(root, snapshot, runs=None):
@@ -44,7 +42,7 @@ def check_counts(root, snapshot, runs=None):
         return
     held = collections.Counter()
     for table in tables:
-        names = pc.struct_field(pc.extract_regex(table["path"], _TRACE_ID), "trace_id")
+        names = pc.struct_field(pc.extract_regex(table["path"], delta.TRACE_ID), "trace_id")
         for trace_id, rows in zip(names.to_pylist(), table["num_records"].to_pylist()):
             held[trace_id] += rows
     for trace in traces.to_pylist():
@@ -66,17 +64,21 @@ def check_counts(root, snapshot, runs=None):
 def missing_file_error(root, table, paths):
     """The error for a table whose listed files are not all on disk (DuckDB found no file
     to read), naming the first missing one and its trace; None if none is missing."""
-    missing = [path for path in paths if not os.path.exists(path)]
+    missing = [path for path in paths if not _exists(storage.location(path))]
     if not missing:
         return None
     others = f" (and {len(missing) - 1:,} more of {table})" if len(missing) > 1 else ""
     return _file_error(root, table, missing[0], f"missing{others}", ", deleted outside tracewh")
 
 
+def _exists(where):
+    return storage.of(where).exists(where)
+
+
 def _file_error(root, table, path, problem, cause=""):
     """The error for a damaged file of a table: `path: problem: a file of trace T (its
     partition)cause: the way out`."""
-    relative = Path(path).relative_to(Path(root) / table)
+    relative = storage.location(path).relative_to(storage.location(root) / table)
     trace = {"min.trace_id": relative.name.split("-", 1)[0],
              **{f"partition.{part.split('=', 1)[0]}": part.split("=", 1)[1]
                 for part in relative.parts[:-1]}}
@@ -91,7 +93,7 @@ def check_sizes(root, snapshot, tables, runs=None):
     size is not its commit's: cut, or rewritten (a stat per file: 0.4 ms for the demo's 8
     ranks' 111 files). What every command that reads the files checks."""
     for table in tables:
-        _raise_first(root, table, delta.changed_files(Path(root) / table,
+        _raise_first(root, table, delta.changed_files(storage.location(root) / table,
                                                       snapshot.versions[table], runs))
 
 
@@ -100,7 +102,7 @@ def check_files(root, snapshot):
     size or bytes (sha256) are not those its commit recorded: every byte of the warehouse's
     tables read, which `tracewh refresh` does."""
     for table, version in snapshot.versions.items():
-        path = Path(root) / table
+        path = storage.location(root) / table
         missing = missing_file_error(root, table, delta.live_paths(path, version))
         if missing is not None:
             raise missing
@@ -113,7 +115,9 @@ def _raise_first(root, table, changed):
 
 
 def _add_actions(root, table, snapshot, runs):
-    return delta.add_actions(Path(root) / table, snapshot.versions[table], runs)
+    return delta.of_traces(delta.add_actions(storage.location(root) / table,
+                                             snapshot.versions[table], runs),
+                           snapshot.trace_ids)
 
 
 def _total(column):
@@ -127,7 +131,9 @@ def _partition(trace):
 
 def _source(root, trace):
     """The file a trace was ingested from."""
-    traces = Path(root) / TRACES
+    traces = storage.location(root) / TRACES
+    if not isinstance(traces, Path):  # no glob of an object store's keys
+        return "its trace file"
     prefix = layout.trace_prefix(trace["partition.run"], trace["partition.phase"],
                                  trace["partition.rank"], trace["min.trace_id"])
     for path in sorted(traces.glob(f"{prefix}*.parquet")):

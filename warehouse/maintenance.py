@@ -78,6 +78,7 @@ def delete(catalog, run, phase=None):
     """Remove a run, or one phase of it, from every table: one commit per table of Delta
     remove actions, then a pointer; the marts drop it at the refresh that follows. The files
     stay on disk, for readers of older snapshots, until `vacuum`."""
+    catalog.check_local("delete")
     runs = {info.run: info for info in catalog.runs()}
     check_runs(list(runs), run)
     if phase is not None and phase not in runs[run].phases:
@@ -118,6 +119,7 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
     on a full disk, where deleting is what frees space, they cannot be written at all. A
     failure after the deletes (a rollback, the refresh) raises FollowUpFailed with the
     result."""
+    catalog.check_local("vacuum")
     if retain_hours < 0:
         raise UsageError(f"{HINT} must be 0 or more hours", cli_hint="--retain",
                          library_hint="retain_hours")
@@ -160,6 +162,7 @@ def _delete_unread(catalog, retain_hours):
 def optimize(catalog, run=None):
     """Merge each trace's files in every table (of one run, or all), and refresh, under one
     hold of the writers' lock."""
+    catalog.check_local("optimize")
     if run is not None:  # before the lock, which creates the tables of a new warehouse
         check_runs([info.run for info in catalog.runs()], run)
     with catalog.locked():
@@ -214,6 +217,7 @@ def repair(catalog):
     checkpoint of its version failed) is rolled back by the recovery that follows. Run again
     after an interruption, it finishes the work. The files stay on disk until `vacuum`;
     their sources can be ingested again under a rank within int32."""
+    catalog.check_local("repair")
     with catalog.locked(recover=False):
         result = _remove_unreadable(catalog)
         catalog.clean_up()

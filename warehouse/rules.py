@@ -23,6 +23,7 @@ from pathlib import Path
 
 import re2
 
+from . import storage
 from .errors import UsageError
 from .names import did_you_mean
 
@@ -178,8 +179,8 @@ def effective_rules(warehouse_root, rules_file=None):
     rules = []
     if rules_file is not None:
         rules += load_rules(rules_file)
-    stored = Path(warehouse_root) / WAREHOUSE_RULES
-    if stored.is_file():
+    stored = storage.location(warehouse_root) / WAREHOUSE_RULES
+    if isinstance(stored, Path) and stored.is_file():  # an object store's: --rules FILE
         rules += load_rules(stored)
     return rules + default_rules()
 

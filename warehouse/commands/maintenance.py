@@ -67,6 +67,7 @@ def refresh(warehouse):
     recorded, makes a damaged mart again, rebuilds a damaged tracewh.duckdb, and recreates a
     deleted _tracewh/.
     """
+    warehouse.catalog.check_local("refresh")
     if warehouse.catalog.restore_state():
         click.echo(f"recreated {STATE_DIR}/, which was gone (the kernel rules it held, if any, "
                    f"must be put back as {STATE_DIR}/kernel_rules.toml)", err=True)

@@ -1,0 +1,286 @@
+"""A warehouse on an object store: SeaweedFS's S3 on 127.0.0.1 (tests/object_store.py),
+against a local warehouse of the same traces as the reference. Every command answers as it
+does locally; two ingests from two processes at once lose nothing; a killed ingest leaves no
+partial trace visible; a store that ignores conditional writes, and wrong keys, are refused
+in one line."""
+
+import http.client
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from tracewh import delta, storage
+from tracewh.cli import cli
+
+from .conftest import EXAMPLES, error_lines
+from .object_store import ACCESS_KEY, SECRET_KEY, make_bucket, seaweedfs
+
+pytestmark = pytest.mark.s3
+
+BUCKET = "tracewh-test"
+RANKS = sorted(EXAMPLES.glob("*.json*"))
+FEW = RANKS[:4]  # enough for every reader, a quarter of the test's time less than 8
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """The server's environment (AWS_* variables, and a cache of the tests' own), set in this
+    process too."""
+    with seaweedfs() as env:
+        make_bucket(env, BUCKET)
+        env = {**env, "TRACEWH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+        saved = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        storage._STORES.clear()  # clients made under another environment
+        try:
+            yield env
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            storage._STORES.clear()
+
+
+def _cli(warehouse, *args, expect=0):
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), *map(str, args)])
+    if expect is not None:
+        assert result.exit_code == expect, (result.output, result.exception)
+    return result
+
+
+def _process(env, warehouse, *args):
+    """`tracewh` in a process of its own, with `env`'s AWS variables."""
+    return subprocess.Popen([sys.executable, "-m", "tracewh", "--warehouse", warehouse,
+                             *map(str, args)], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _rows(warehouse, sql):
+    return json.loads(_cli(warehouse, "query", "--format", "json", sql).stdout)
+
+
+@pytest.fixture(scope="module")
+def pair(s3, tmp_path_factory):
+    """(local warehouse, s3:// warehouse), each with 4 ranks as runs a and b."""
+    local = tmp_path_factory.mktemp("reference") / "wh"
+    remote = f"s3://{BUCKET}/pair"
+    for warehouse in (local, remote):
+        for run in ("a", "b"):
+            _cli(warehouse, "ingest", *FEW, "--run", run, "--phase", "train")
+    return local, remote
+
+
+COUNTS = ("SELECT run, rank, count(*) AS n, sum(dur_ns) AS dur_ns FROM kernels GROUP BY ALL "
+          "ORDER BY ALL")
+
+
+@pytest.mark.parametrize("command", [
+    ["query", "--format", "json", COUNTS],
+    ["query", "--format", "json", "SELECT * FROM overlap ORDER BY ALL"],
+    ["query", "--format", "json",
+     "SELECT run, phases, ranks, files, events, bytes FROM runs ORDER BY ALL"],
+    ["diff", "a", "b", "--format", "json"],
+    ["trend", "overlap_ratio"],
+    ["critical-path", "a"],
+    ["tables"],
+    ["views"],
+], ids=lambda command: command[0] if command[0] != "query" else command[-1][:30])
+def test_every_reader_answers_as_it_does_locally(pair, command):
+    local, remote = pair
+    assert _cli(remote, *command).stdout == _cli(local, *command).stdout
+
+
+def test_export_and_report_as_locally(pair, tmp_path):
+    local, remote = pair
+    for name, warehouse in (("local", local), ("remote", remote)):
+        _cli(warehouse, "export", "a", "--rank", "3", "--out", tmp_path / f"{name}.json")
+    assert (json.loads((tmp_path / "remote.json").read_text())
+            == json.loads((tmp_path / "local.json").read_text()))
+    _cli(remote, "report", "b", "--base", "a", "--out", tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    assert "ProfilerStep" in html and "<svg" in html
+
+
+def test_deltalake_polars_and_duckdb_agree(pair):
+    """The tables are Delta tables other engines read straight from the store."""
+    import polars as pl
+    from deltalake import DeltaTable
+
+    local, remote = pair
+    expected = {(row["run"], row["rank"]): row["n"] for row in _rows(local, COUNTS)}
+    assert {(row["run"], row["rank"]): row["n"] for row in _rows(remote, COUNTS)} == expected
+    options = storage.of(storage.location(remote)).delta_options()
+    table = DeltaTable(f"{remote}/kernels", storage_options=options).to_pyarrow_table(
+        columns=["run", "rank"])
+    counted = {}
+    for run, rank in zip(table["run"].to_pylist(), table["rank"].to_pylist()):
+        counted[run, rank] = counted.get((run, rank), 0) + 1
+    assert counted == expected
+    frame = (pl.scan_delta(f"{remote}/kernels", storage_options=options)
+             .group_by("run", "rank").len().collect())
+    assert {(run, rank): n for run, rank, n in frame.iter_rows()} == expected
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM read_text('/etc/passwd')",
+    f"SELECT count(*) FROM read_parquet('s3://{BUCKET}/pair/kernels/*/*/*/*.parquet')",
+    f"SELECT * FROM read_text('s3://{BUCKET}/pair/_tracewh/format')",
+])
+def test_a_query_reads_nothing_but_the_snapshot(pair, sql):
+    """DuckDB's confinement holds for the object store's file system as for local files."""
+    result = _cli(pair[1], "query", sql, expect=None)
+    assert result.exit_code != 0
+    assert len(error_lines(result.stderr)) == 1 and "Traceback" not in result.output
+
+
+def test_two_ingests_at_once_from_two_processes(s3, pair):
+    """No lock: both runs are committed whole, every row once."""
+    remote = f"s3://{BUCKET}/concurrent"
+    _cli(remote, "ingest", RANKS[0], "--run", "first", "--phase", "train")
+    ingests = [_process(s3, remote, "ingest", *FEW, "--run", run, "--phase", "train")
+               for run in ("c1", "c2")]
+    for ingest in ingests:
+        out, err = ingest.communicate(timeout=300)
+        assert ingest.returncode == 0, err
+    counts = {(row["run"], row["rank"]): row["n"] for row in _rows(remote, COUNTS)}
+    reference = {rank: row["n"] for row in _rows(pair[0], COUNTS) if row["run"] == "a"
+                 for rank in [row["rank"]]}
+    assert {key: n for key, n in counts.items() if key[0] != "first"} == {
+        (run, rank): n for run in ("c1", "c2") for rank, n in reference.items()}
+    # every table's log took both writers' commits (no version lost to the other)
+    traces = storage.location(remote) / "traces"
+    assert delta.latest_version(traces) >= 1 + 1 + 2 * len(FEW)
+
+
+def test_a_killed_ingest_leaves_no_partial_trace(s3, tmp_path):
+    remote = f"s3://{BUCKET}/killed"
+    _cli(remote, "ingest", RANKS[0], "--run", "first", "--phase", "train")
+    traces = storage.location(remote) / "traces"
+    before = delta.latest_version(traces)
+    ingest = _process(s3, remote, "ingest", EXAMPLES, "--run", "k", "--phase", "train")
+    deadline = time.monotonic() + 120
+    while delta.latest_version(traces) < before + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ingest.send_signal(signal.SIGKILL)
+    ingest.wait()
+    local = tmp_path / "wh"
+    _cli(local, "ingest", EXAMPLES, "--run", "k", "--phase", "train")
+    reference = {row["rank"]: row["n"] for row in _rows(local, COUNTS)}
+    ranks = [row["rank"] for row in _rows(remote, "SELECT rank FROM traces WHERE run = 'k'")]
+    assert 2 <= len(ranks) < len(RANKS)  # killed mid-run
+    counts = {row["rank"]: row["n"] for row in _rows(remote, COUNTS) if row["run"] == "k"}
+    assert counts == {rank: reference[rank] for rank in ranks}  # each trace whole, or absent
+    _cli(remote, "ingest", EXAMPLES, "--run", "k", "--phase", "train")
+    counts = {row["rank"]: row["n"] for row in _rows(remote, COUNTS) if row["run"] == "k"}
+    assert counts == reference
+
+
+class _IgnoringProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards to the real store, but answers a conditional PUT the store refused (412) as
+    if it had written it: what a store that ignores If-None-Match looks like to a client."""
+
+    target = None
+
+    def _forward(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        upstream = http.client.HTTPConnection(*self.target)
+        upstream.request(self.command, self.path, body, dict(self.headers))
+        reply = upstream.getresponse()
+        data = reply.read()
+        status = reply.status
+        if self.command == "PUT" and "If-None-Match" in self.headers and status == 412:
+            status, data = 200, b""
+        self.send_response(status)
+        for name, value in reply.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_store_that_ignores_conditional_writes_is_refused(s3, tmp_path):
+    host, port = s3["AWS_ENDPOINT_URL"].removeprefix("http://").split(":")
+    handler = type("Proxy", (_IgnoringProxy,), {"target": (host, int(port))})
+    proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        env = {**s3, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{proxy.server_address[1]}"}
+        ingest = _process(env, f"s3://{BUCKET}/ignoring", "ingest", RANKS[0], "--run", "x",
+                          "--phase", "train")
+        out, err = ingest.communicate(timeout=120)
+    finally:
+        proxy.shutdown()
+    assert ingest.returncode != 0
+    assert error_lines(err) == [
+        f"error: s3://{BUCKET} at {env['AWS_ENDPOINT_URL']}: the object store does not honour "
+        "conditional writes (a second PUT with If-None-Match: * replaced an object instead of "
+        "failing with 412): two writers could both commit a version of a table and one commit "
+        "would be lost, so tracewh does not write there"]
+    assert "Traceback" not in err
+    location = storage.location(f"s3://{BUCKET}/ignoring")
+    assert not storage.of(location).exists(location / "traces/_delta_log/" / f"{0:020d}.json")
+
+
+@pytest.mark.parametrize("command", [["runs"], ["ingest", RANKS[0], "--run", "w"]])
+def test_wrong_keys_are_one_line_and_no_secret(s3, pair, command):
+    wrong = "wrong-secret-that-must-not-be-printed"
+    env = {**s3, "AWS_SECRET_ACCESS_KEY": wrong}
+    process = _process(env, pair[1], *command)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert error_lines(err) == [
+        f"error: s3://{BUCKET} at {s3['AWS_ENDPOINT_URL']}: access denied "
+        "(SignatureDoesNotMatch): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and the "
+        "bucket's policy)"]
+    assert "Traceback" not in err and wrong not in out + err
+
+
+def test_no_credential_is_stored_in_the_warehouse(pair):
+    location = storage.location(f"s3://{BUCKET}/pair")
+    store = storage.of(location)
+    found = store.client.list_objects_v2(Bucket=BUCKET, Prefix="pair/")["Contents"]
+    assert len(found) > 100
+    for item in found:
+        data = store.read_bytes(storage.location(f"s3://{BUCKET}/{item['Key']}"))
+        assert SECRET_KEY.encode() not in data and ACCESS_KEY.encode() not in data
+
+
+@pytest.mark.parametrize("command", [["vacuum"], ["optimize"], ["refresh"], ["repair"],
+                                     ["delete", "a", "--yes"]], ids=lambda c: c[0])
+def test_maintenance_is_refused_on_an_object_store_for_now(pair, command):
+    """Each would delete or rewrite files other writers' commits may name, with no lock."""
+    before = _cli(pair[1], "snapshot").stdout
+    result = _cli(pair[1], *command, expect=2)
+    assert error_lines(result.stderr) == [
+        f"error: s3://{BUCKET}/pair: `tracewh {command[0]}` is not supported on an object "
+        "store yet (ingest and every reader are)"]
+    assert _cli(pair[1], "snapshot").stdout == before
+
+
+def test_a_local_warehouse_imports_no_object_store_library(tmp_path):
+    """botocore costs start-up time every local command would pay."""
+    code = ("import sys; from click.testing import CliRunner; from tracewh.cli import cli; "
+            f"result = CliRunner().invoke(cli, ['--warehouse', {str(tmp_path / 'wh')!r}, "
+            "'ingest', sys.argv[1], '--run', 'r']); assert result.exit_code == 0, result.output; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('botocore', 's3fs', 'aiobotocore', 'boto3')))")
+    found = subprocess.run([sys.executable, "-c", code, str(RANKS[0])], capture_output=True,
+                           text=True, check=True).stdout
+    assert found.strip() == "[]"

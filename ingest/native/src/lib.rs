@@ -2,8 +2,10 @@
 //! byte of a trace's events, in Rust. `decode_events(data)` reads a JSON array of events with
 //! the GIL released and returns their columns as Arrow buffers (see `decode`), or None when
 //! the chunk holds something only the Python reference decoder reproduces exactly.
-//! `longest_path` is the one loop of the critical path measured at ingest (see `graph`).
+//! `longest_path` is the one loop of the critical path measured at ingest (see `graph`), and
+//! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`).
 
+mod anchors;
 mod columns;
 mod decode;
 mod graph;
@@ -113,9 +115,17 @@ fn longest_path<'py>(
     }
 }
 
+/// Whether the JSON text `data` holds an anchor of a secret rule (ingest/secrets.py).
+#[pyfunction]
+fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
+    let bytes = data.as_bytes();
+    py.allow_threads(|| anchors::has_anchor(bytes))
+}
+
 #[pymodule]
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
     module.add_function(wrap_pyfunction!(longest_path, module)?)?;
+    module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())
 }

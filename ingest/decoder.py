@@ -72,7 +72,7 @@ def normalize(data, trace_id, first_event=0, redact_secrets=False):
         if redact_secrets:  # over the text, as the reference does before it decodes
             if b"--" in data:
                 text = msgspec.json.format(data, indent=-1)
-            text, secrets = redact_json_text(bytes(text))
+            text, secrets = redact_json_text(bytes(text), _decode.has_secret_anchor)
         result = normalize_native(text, trace_id, first_event)
         if result is not None:
             result.secrets = secrets

@@ -7,13 +7,16 @@ import json
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracewh.ingest.critical_path import BLOCKING, COLUMNS, _longest_path, path_table
+from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _longest_path,
+                                          _longest_path_reference, path_table)
+from tracewh.ingest.decoder import native_available
 
 from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 
@@ -130,6 +133,23 @@ def test_longest_path_equals_the_plain_reference(graph):
     path = _longest_path(size, src, dst, weight)
     assert all(dst[a] == src[b] for a, b in zip(path, path[1:]))
     assert sum(int(weight[e]) for e in path) == _reference_length(size, edges)
+
+
+@settings(max_examples=300, deadline=None)
+@given(graph=dags(), spread=st.integers(0, 2**40))
+@example(graph=(3, [(0, 1, -5), (1, 2, 3)]), spread=0)
+@example(graph=(4, [(0, 1, 7), (0, 2, 7), (1, 3, 0), (2, 3, 0)]), spread=0)  # equal paths
+def test_native_longest_path_is_the_reference_edge_for_edge(graph, spread):
+    """The native core's longest path takes the same edges as the Python reference, ties and
+    fresh starts included (the edges' events become the stored path), with weights up to
+    2^40 ns."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    size, edges = graph
+    src, dst = (np.array([edge[i] for edge in edges], np.int64) for i in (0, 1))
+    weight = np.array([w * spread if w > 15 else w for _, _, w in edges], np.int64)
+    assert _longest_path(size, src, dst, weight).tolist() == \
+        _longest_path_reference(size, src, dst, weight)
 
 
 def test_job_path_of_several_ranks_and_the_command(tracewh, sql):

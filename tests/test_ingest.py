@@ -652,3 +652,29 @@ def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
     data = path.read_bytes()
     assert sql("SELECT sha256, bytes FROM traces") == [
         {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}]
+
+
+def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
+        tracewh, sql, warehouse, monkeypatch):
+    """op_time and critical_path_edges are measured in a worker from the staged parts; the
+    worker writes them into the staging directory itself. Sent back through the pool's pipe,
+    the critical path of the 254 MB DeepSeek trace (410k rows, 84 MB) cost the parent 1.4 s of
+    pickling and 240 MB of peak RSS."""
+    from tracewh.ingest.workers import Workers
+
+    results = []
+    submit = Workers.submit
+
+    def recording(self, function, *arguments):
+        future = submit(self, function, *arguments)
+        results.append(future)
+        return future
+
+    monkeypatch.setattr(Workers, "submit", recording)
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 1 << 20)  # a pool, 3+ chunks
+    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "r", "--jobs", "2")
+    assert len(results) == 2
+    assert not any(isinstance(future.result(), pa.Table) for future in results)
+    counts = sql("SELECT (SELECT count(*) FROM op_time) AS ops, "
+                 "(SELECT count(*) FROM critical_path_edges) AS edges")[0]
+    assert counts["ops"] > 0 and counts["edges"] > 0

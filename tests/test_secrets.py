@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tracewh.ingest import reader
 from tracewh.ingest.normalize import name_id
-from tracewh.ingest.secrets import redact, redact_json_text, secret_key
+from tracewh.ingest.decoder import _decode, native_available
+from tracewh.ingest.secrets import has_anchor_reference, redact, redact_json_text, secret_key
 
 from .conftest import SHARED, live_files, require, shared
 from .reference import EVENT_TABLES
@@ -244,3 +245,20 @@ def test_a_chunk_without_an_anchor_is_not_scanned_by_the_rules(monkeypatch):
              b'"note": "autograd::engine::evaluate_function: MulBackward0"}}]')
     assert redact_json_text(chunk) == (chunk, 0)
     assert scans == []
+
+
+ANCHOR_FRAGMENTS = ["token", "TOKEN", "tokens", "Secrets", "passWD", "passwords", "passphrase",
+                    "credential", "AUTH", "authorization", "api", "Private", "access", "key",
+                    "KEYS", "_", "-", " ", ":", "'", '\\"', "=", "@", "Bearer ", "earer ",
+                    "ASIC ", "basic ", "x", "é", "ſ", "K"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(ANCHOR_FRAGMENTS), max_size=10).map("".join))
+def test_native_anchor_test_is_the_re2_scans(text):
+    """The native core's one-pass test for the secret rules' anchors answers as RE2's scans,
+    one per anchor, do: a chunk it passes over is one no rule could match."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    data = text.encode()
+    assert _decode.has_secret_anchor(data) == has_anchor_reference(data)

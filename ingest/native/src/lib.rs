@@ -2,9 +2,13 @@
 //! byte of a trace's events, in Rust. `decode_events(data)` reads a JSON array of events with
 //! the GIL released and returns their columns as Arrow buffers (see `decode`), or None when
 //! the chunk holds something only the Python reference decoder reproduces exactly.
+//! `longest_path` is the one loop of the critical path measured at ingest (see `graph`), and
+//! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`).
 
+mod anchors;
 mod columns;
 mod decode;
+mod graph;
 mod json;
 mod numbers;
 
@@ -86,8 +90,42 @@ fn decode_events<'py>(
     }
 }
 
+/// The native-endian i64 values of `data` (a numpy int64 array's bytes).
+fn int64s(data: &[u8]) -> Vec<i64> {
+    data.chunks_exact(8).map(|b| i64::from_ne_bytes(b.try_into().unwrap_or_default())).collect()
+}
+
+/// The edges of a longest path (int64 bytes) of the graph of `size` nodes and edges
+/// src -> dst of weight (each int64 bytes), as ingest/critical_path.py's `_longest_path`.
+#[pyfunction]
+fn longest_path<'py>(
+    py: Python<'py>,
+    size: usize,
+    src: &Bound<'py, PyBytes>,
+    dst: &Bound<'py, PyBytes>,
+    weight: &Bound<'py, PyBytes>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (src, dst, weight) = (src.as_bytes(), dst.as_bytes(), weight.as_bytes());
+    let path = py.allow_threads(|| {
+        graph::longest_path(size, &int64s(src), &int64s(dst), &int64s(weight))
+    });
+    match path {
+        Some(path) => Ok(PyBytes::new(py, raw_bytes(&path))),
+        None => Err(pyo3::exceptions::PyValueError::new_err("an edge names no node of the graph")),
+    }
+}
+
+/// Whether the JSON text `data` holds an anchor of a secret rule (ingest/secrets.py).
+#[pyfunction]
+fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
+    let bytes = data.as_bytes();
+    py.allow_threads(|| anchors::has_anchor(bytes))
+}
+
 #[pymodule]
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
+    module.add_function(wrap_pyfunction!(longest_path, module)?)?;
+    module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())
 }

@@ -1,5 +1,7 @@
 -- FLOPs and bytes moved of each call of a modeled operator, from its recorded shapes: the
--- performance models op_perf measures calls against.
+-- performance models op_perf measures calls against. GEMM, attention and convolution are
+-- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions) in
+-- _op_vector_models, whose calls this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -9,7 +11,8 @@
 -- result past BIGINT, makes the call absent. The arithmetic is in DOUBLE, so no shape can
 -- overflow it: figures are exact up to 2^53 (9 x 10^15), the nearest double beyond.
 -- Formulas (bytes use each tensor's element size from _dtypes):
---   GEMM (mm, addmm, bmm, baddbmm, _scaled_mm): A [b,]m x k, B [b,]k x n:
+--   GEMM (mm, addmm, bmm, baddbmm, _scaled_mm; aiter::gemm_a16w16 and
+--   vllm::rocm_unquantized_gemm, whose B is the weight stored n x k): A [b,]m x k, B [b,]k x n:
 --     flops = b (2 m n k + m n if a bias is added); bytes = b (m k + k n + m n) elements, plus
 --     the bias tensor's elements; the output is A's type (2 bytes when A is 1 byte: fp8).
 --   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout):
@@ -24,14 +27,14 @@
 --     output_mask asks for, plus output elements for the bias gradient; bytes = grad_output +
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
--- Reads: cpu_ops, _dtypes
+-- Reads: cpu_ops, _dtypes, _op_vector_models
 --
 -- Columns:
 --   run, phase, rank   partition
 --   trace_id           the trace of the call
 --   event_index        the call's cpu_op event
 --   name               the op (aten::addmm, ...)
---   family             gemm, attention or convolution
+--   family             gemm, attention or convolution (and _op_vector_models's families)
 --   pass               forward or backward
 --   shapes             the call's Input Dims, JSON text
 --   input_type         the profiler's type of the first operand (c10::BFloat16, ...)
@@ -43,14 +46,19 @@ WITH specs AS (
   -- a, b, c: operand positions (GEMM: A, B; attention: Q, K, V; convolution: input,
   -- weight, grad_output); bias_at: the bias operand; causal_at: the is_causal argument;
   -- params_at: the convolution's stride (then padding, dilation, transposed,
-  -- output_padding, groups and, backward, output_mask).
-  SELECT *
+  -- output_padding, groups and, backward, output_mask); b_nk: B is stored N x K (a weight
+  -- the op multiplies transposed: aiter's and vLLM's GEMMs).
+  SELECT *, name IN ('aiter::gemm_a16w16', 'aiter::gemm_a16w16_asm',
+                     'vllm::rocm_unquantized_gemm') AS b_nk
   FROM (VALUES
     ('aten::mm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::addmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
     ('aten::bmm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::baddbmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
     ('aten::_scaled_mm', 'gemm', 'forward', 0, 1, NULL, 4, NULL, NULL),
+    ('aiter::gemm_a16w16', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
+    ('aiter::gemm_a16w16_asm', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
+    ('vllm::rocm_unquantized_gemm', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
     ('aten::_scaled_dot_product_flash_attention', 'attention', 'forward', 0, 1, 2, NULL, 4, NULL),
     ('aten::_scaled_dot_product_efficient_attention', 'attention', 'forward', 0, 1, 2, NULL, 6,
      NULL),
@@ -75,7 +83,7 @@ calls AS (
          '$[' || CAST(s.c_at AS VARCHAR) || ']' AS c,
          '$[' || CAST(s.bias_at AS VARCHAR) || ']' AS bias,
          '$[' || CAST(s.causal_at AS VARCHAR) || ']' AS causal,
-         s.params_at
+         s.params_at, s.b_nk
   FROM cpu_ops AS o
   JOIN specs AS s ON s.name = o.name
   WHERE o.args LIKE '%"Input Dims"%'
@@ -83,7 +91,7 @@ calls AS (
 operands AS (
   -- Each operand's dimensions (NULL past its rank), rank and type; the convolution's
   -- parameters as JSON text (the profiler writes '[16, 16]', 'False').
-  SELECT run, phase, rank, trace_id, event_index, name, family, pass,
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, b_nk,
          CAST(dims AS VARCHAR) AS shapes,
          json_array_length(json_extract_string(dims, a)) AS a_rank,
          json_array_length(json_extract_string(dims, b)) AS b_rank,
@@ -143,9 +151,10 @@ gemm AS (
          CASE WHEN a_rank = 3 THEN a0 ELSE 1 END AS g_batch,
          CASE WHEN a_rank = 3 THEN a1 ELSE a0 END AS g_m,
          CASE WHEN a_rank = 3 THEN a2 ELSE a1 END AS g_k,
-         CASE WHEN b_rank = 3 THEN b2 ELSE b1 END AS g_n
+         CASE WHEN b_nk THEN b0 WHEN b_rank = 3 THEN b2 ELSE b1 END AS g_n
   FROM sized
   WHERE family = 'gemm' AND a_rank IN (2, 3) AND b_rank = a_rank
+    AND NOT (b_nk AND a_rank <> 2)
 ),
 gemm_model AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
@@ -286,6 +295,10 @@ models AS (
   SELECT * FROM attention_model
   UNION ALL
   SELECT * FROM conv_model
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_vector_models
 )
 SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,

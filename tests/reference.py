@@ -6,6 +6,8 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
+from .vector_reference import vector_family, vector_model
+
 # Where each top-level key of an event is kept, by column; tables whose routing implies the
 # phase have no ph column; anything else must be in extra.
 COLUMN_OF_KEY = {"name": "name", "cat": "category", "pid": "pid", "tid": "tid", "ts": "ts_ns",
@@ -169,6 +171,8 @@ ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2,
                  "c10::complex<double>": 16}
 GEMMS = {"aten::mm": (0, 1, None), "aten::bmm": (0, 1, None), "aten::addmm": (1, 2, 0),
          "aten::baddbmm": (1, 2, 0), "aten::_scaled_mm": (0, 1, 4)}
+# GEMMs whose B is a weight stored n x k: x [m, k], weight [n, k], bias
+WEIGHT_GEMMS = {"aiter::gemm_a16w16", "aiter::gemm_a16w16_asm", "vllm::rocm_unquantized_gemm"}
 # name: (pass, position of Q, position of is_causal)
 ATTENTION = {"aten::_scaled_dot_product_flash_attention": ("forward", 0, 4),
              "aten::_scaled_dot_product_efficient_attention": ("forward", 0, 6),
@@ -188,13 +192,30 @@ def op_model(name, args):
     size = [ELEMENT_BYTES.get(t) for t in types]
     if name in GEMMS:
         return _gemm(dims, size, *GEMMS[name])
+    if name in WEIGHT_GEMMS:
+        if len(dims[0]) != 2 or len(dims[1]) != 2:
+            return None
+        transposed = [dims[0], list(reversed(dims[1]))] + dims[2:]
+        return _gemm(transposed, size, 0, 1, 2)
     if name in ATTENTION:
         return _attention(dims, size, concrete, *ATTENTION[name])
     if name == "aten::convolution":
         return _conv_forward(dims, size, concrete)
     if name == "aten::convolution_backward":
         return _conv_backward(dims, size, concrete)
-    return None
+    return vector_model(name, dims, types, concrete, ELEMENT_BYTES)
+
+
+def op_family(name):
+    """The family op_perf files a modeled op under (gemm, attention, convolution, or a vector
+    model's), None when not modeled."""
+    if name in GEMMS or name in WEIGHT_GEMMS:
+        return "gemm"
+    if name in ATTENTION:
+        return "attention"
+    if name in ("aten::convolution", "aten::convolution_backward"):
+        return "convolution"
+    return vector_family(name)
 
 
 def _bytes(*terms):

@@ -23,7 +23,8 @@ from .reference import op_family, op_model
 TRACELENS = Path(__file__).resolve().parent / "tracelens"
 FALCON = "Falconsai_nsfw_image_detection__1016002.json.gz"
 TRACES = {"h100": f"tracelens/h100/{FALCON}", "mi300": f"tracelens/mi300/{FALCON}",
-          "resnet": "tracelens/mi300/resnet_act_checkpoint.json.gz"}
+          "resnet": "tracelens/mi300/resnet_act_checkpoint.json.gz",
+          "sglang": "tracelens/inference/sglang_Qwen3-8B_prefilldecode.json.gz"}
 PEAKS = tomllib.loads((ROOT / "sql" / "device_peaks.toml").read_text())["device"]
 # A device of the user's, before the defaults: it takes the MI300X VF of the mi300 trace.
 USER_PEAKS = """
@@ -39,7 +40,8 @@ source = "a test"
 @pytest.fixture(scope="module")
 def perf_warehouse(tmp_path_factory):
     """One warehouse of the traces with shapes: the Falconsai model on H100 and MI300X
-    (TraceLens publishes its figures for them) and ResNet's forward and backward on MI300X."""
+    (TraceLens publishes its figures for them), ResNet's forward and backward on MI300X and
+    SGLang's Qwen3-8B prefill on MI300X (TraceLens's figures too)."""
     paths = {run: require(SHARED / relative) for run, relative in TRACES.items()}
     root = tmp_path_factory.mktemp("perf") / "wh"
     runner = CliRunner()
@@ -102,7 +104,8 @@ def test_models_match_the_reference_on_every_call(perf_warehouse, every_row):
                      ("h100", "aten::convolution"): 1, ("mi300", "aten::convolution"): 1,
                      ("resnet", "aten::convolution"): 117,
                      ("resnet", "aten::convolution_backward"): 60,
-                     ("resnet", "aten::addmm"): 3, ("resnet", "aten::mm"): 6}
+                     ("resnet", "aten::addmm"): 3, ("resnet", "aten::mm"): 6,
+                     ("sglang", "aten::mm"): 145}
 
 
 def enclosing(calls, self_busy):
@@ -128,6 +131,89 @@ def tracelens_rows(device, table):
                    int(row["name_count"]), round(float(row["GFLOPS_first"]) * 1e9),
                    round(float(row["Data Moved (MB)_first"]) * 2 ** 20),
                    float(row["TFLOPS/s_mean"]), float(row["Kernel Time (µs)_sum"]))
+
+
+# Where tracewh's model differs from TraceLens's on purpose (docs/perf-models.md), by op:
+# (flops, bytes) tracewh adds, from the call's Input Dims and Input type.
+DIFFERENCES = {
+    # the cos/sin cache rows of the tokens (bf16, rot_dim 128) and the int64 positions
+    "sgl_kernel::rotary_embedding": lambda dims, types: (0, dims[0][0] * (128 * 2 + 8)),
+    # cumsum of int32 writes int64 (TraceLens: the input's type)
+    "aten::cumsum": lambda dims, types: (0, dims[0][0] * 4 if types[0] == "int" else 0),
+}
+# Ops TraceLens lists that tracewh leaves out: a wrapper around the modeled op (one call per
+# computation), or a vendor GEMM that launched nothing around the aten::mm it runs.
+LEFT_OUT = {"aten::layer_norm", "aiter::gemm_a16w16"}
+AGREEMENT = [("h100", "BinaryElementwise"), ("h100", "Normalization"),
+             ("mi300", "BinaryElementwise"), ("mi300", "Normalization"),
+             ("sglang", "GEMM"), ("sglang", "RMSNorm_fwd"), ("sglang", "RoPE_fwd"),
+             ("sglang", "UnaryElementwise"), ("sglang", "Reduce_fwd")]
+
+
+@pytest.fixture(scope="module")
+def input_types(perf_warehouse):
+    """{(run, event_index): the call's Input type} of every cpu_op of the traces."""
+    return {(run, index): event.get("args", {}).get("Input type")
+            for run, path in perf_warehouse.paths.items()
+            for index, event in enumerate(load_reference(path)["traceEvents"])
+            if event.get("cat") == "cpu_op"}
+
+
+@pytest.mark.parametrize("run, table", AGREEMENT, ids=["-".join(case) for case in AGREEMENT])
+def test_vector_models_agree_with_tracelens(every_row, input_types, run, table):
+    """Every op and shape TraceLens lists for these traces: the same calls, FLOPs and bytes
+    (but for the differences above, each a known figure), GPU time and mean TFLOPS/s as
+    TraceLens measures them (1 ns per call of slack)."""
+    path = TRACELENS / f"{run}_{table}.csv"
+    with open(path, newline="") as handle:
+        listed = list(csv.DictReader(handle))
+    agreed = 0
+    for row in listed:
+        name, dims = row["name"], ast.literal_eval(row["Input Dims_first"])
+        types = ast.literal_eval(row["Input type_first"])
+        ours = [r for r in every_row if r["run"] == run and r["name"] == name
+                and json.loads(r["shapes"]) == dims
+                and input_types[(run, r["event_index"])] == types]
+        if name in LEFT_OUT:
+            assert ours == []
+            continue
+        calls = int(row["name_count"])
+        flops = round(float(row["GFLOPS_first"]) * 1e9)
+        moved = round(float(row["Data Moved (MB)_first"]) * 2 ** 20)
+        extra_flops, extra_bytes = DIFFERENCES.get(name, lambda *_: (0, 0))(dims, types)
+        assert len(ours) == calls, (name, dims)
+        assert {(r["flops"], r["bytes"]) for r in ours} == {(flops + extra_flops,
+                                                             moved + extra_bytes)}
+        kernel_us = float(row["Kernel Time (µs)_sum"])
+        assert abs(sum(r["gpu_busy_ns"] for r in ours) - kernel_us * 1000) <= calls
+        if flops and not extra_flops:
+            mean = sum(r["achieved_tflops"] for r in ours) / calls
+            assert mean == pytest.approx(float(row["TFLOPS/s_mean"]), rel=1e-3)
+        agreed += calls
+    assert agreed > 0
+
+
+@pytest.mark.parametrize("device", ["h100", "mi300"])
+def test_category_stats_agree_with_tracelens(perf_warehouse, device):
+    """op_category_stats against TraceLens's ops_summary_by_category: the same calls and
+    direct kernel time per category. TraceLens files flash attention (its kernel launched by
+    aten::_flash_attention_forward, an op it has no category for) under other; tracewh under
+    SDPA."""
+    ours = {r["category"]: r for r in rows(perf_warehouse, "SELECT * FROM op_category_stats "
+                                                           f"WHERE run = '{device}'")}
+    names = {"GEMM": ["GEMM"], "CONV_fwd": ["CONV"], "elementwise": ["elementwise"],
+             "NORM_fwd": ["norm"], "other": ["SDPA", "other"]}
+    with open(TRACELENS / f"{device}_ops_summary_by_category.csv", newline="") as handle:
+        listed = list(csv.DictReader(handle))
+    assert sorted(c for row in listed for c in names[row["op category"]]) == sorted(ours)
+    for row in listed:
+        mine = [ours[c] for c in names[row["op category"]]]
+        assert sum(r["calls"] for r in mine) == int(row["Count"])
+        busy = sum(r["gpu_self_busy_ns"] for r in mine)
+        assert abs(busy - float(row["total_direct_kernel_time_ms"]) * 1e6) <= int(row["Count"])
+    assert sum(r["share"] for r in ours.values()) == pytest.approx(1)
+    assert ours["GEMM"]["share"] == pytest.approx(float(listed[0]["Percentage (%)"]) / 100,
+                                                  rel=1e-4)
 
 
 def calls_like(perf_rows, run, name, dims):

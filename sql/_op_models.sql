@@ -1,7 +1,8 @@
 -- FLOPs and bytes moved of each call of a modeled operator, from its recorded shapes: the
 -- performance models op_perf measures calls against. GEMM, attention and convolution are
--- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions) in
--- _op_vector_models, whose calls this view adds.
+-- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions, KV-cache
+-- writes) in _op_vector_models and inference attention in _op_inference_attention_models,
+-- whose calls this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -27,7 +28,7 @@
 --     output_mask asks for, plus output elements for the bias gradient; bytes = grad_output +
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
--- Reads: cpu_ops, _dtypes, _op_vector_models
+-- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -299,6 +300,10 @@ models AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          flops, bytes
   FROM _op_vector_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_inference_attention_models
 )
 SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,

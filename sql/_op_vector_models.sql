@@ -1,7 +1,7 @@
 -- FLOPs and bytes moved of each call of a memory-bound operator (elementwise, gated
--- activation, normalisation, RMSNorm, rotary embedding, reduction, softmax), from its recorded
--- shapes: the vector-unit models op_perf measures calls against, beside _op_models's GEMM,
--- attention and convolution. The op-name matchers and the operand positions each model reads
+-- activation, normalisation, RMSNorm, rotary embedding, reduction, softmax, KV-cache write),
+-- from its recorded shapes: the vector-unit models op_perf measures calls against, beside
+-- _op_models's GEMM, attention and convolution. The op-name matchers and the operand positions each model reads
 -- are the `specs` rows below (the data); the formulas are the model columns of `modeled`.
 -- As in _op_models: a call needs `Input Dims`, shapes that are not integers (or a rank past
 -- 6) make it absent, the arithmetic is DOUBLE. One op per computation is matched, the one
@@ -31,6 +31,8 @@
 --                  write int64
 --   scan           cumsum/cumprod: out = N; flops N; bytes x + out (int64 for integers)
 --   softmax        flops 3 N (exp, sum, divide); bytes x + out (fp32 out with half_to_float)
+--   cache_write    the new tokens' K (x) and V (y) copied into the KV cache: flops 0; bytes
+--                  2 (K + V), read and written
 --
 -- Reads: cpu_ops, _dtypes
 --
@@ -39,7 +41,7 @@
 --   trace_id           the trace of the call
 --   event_index        the call's cpu_op event
 --   name               the op (aten::add, aiter::rmsnorm, ...)
---   family             elementwise, norm, rmsnorm, rope or reduce
+--   family             elementwise, norm, rmsnorm, rope, reduce or kv_cache
 --   pass               forward
 --   shapes             the call's Input Dims, JSON text
 --   a_type             the profiler's type of x (c10::BFloat16, ...)
@@ -120,6 +122,10 @@ WITH specs AS (
     ('sgl_kernel::fused_add_rmsnorm', 'rmsnorm', 'add_rms_norm', 0, NULL, 2, NULL, NULL),
     ('sgl_kernel::rotary_embedding', 'rope', 'rope', 1, 2, 4, 0, NULL),
     ('_C::rotary_embedding', 'rope', 'rope', 1, 2, 4, 0, NULL),
+    ('sglang::store_cache', 'kv_cache', 'cache_write', 0, 1, NULL, NULL, NULL),
+    ('_C_cache_ops::reshape_and_cache', 'kv_cache', 'cache_write', 0, 1, NULL, NULL, NULL),
+    ('_C_cache_ops::reshape_and_cache_flash', 'kv_cache', 'cache_write', 0, 1, NULL, NULL,
+     NULL),
     ('aten::sum', 'reduce', 'reduce', 0, NULL, NULL, NULL, NULL),
     ('aten::mean', 'reduce', 'reduce', 0, NULL, NULL, NULL, NULL),
     ('aten::amax', 'reduce', 'reduce', 0, NULL, NULL, NULL, NULL),
@@ -322,6 +328,7 @@ modeled AS (
                                     + 2 * x_elements
            WHEN 'rope' THEN 3 * (x_elements + y_elements) / nullif(head_size, 0) * w_last
            WHEN 'softmax' THEN 3 * x_elements
+           WHEN 'cache_write' THEN 0
            ELSE x_elements
          END AS flops,
          CASE model
@@ -331,6 +338,7 @@ modeled AS (
                                                      CASE WHEN y_bytes > x_bytes AND y_rank > 0
                                                           THEN y_bytes ELSE x_bytes END)
            WHEN 'gated' THEN x_elements * x_bytes + out_elements * out_bytes
+           WHEN 'cache_write' THEN 2 * (x_elements * x_bytes + y_elements * y_bytes)
            WHEN 'norm' THEN 2 * x_elements * x_bytes
                             + (2 + CASE WHEN w_elements > 0 THEN 1 ELSE 0 END
                                + CASE WHEN w_elements > 0 AND bias_elements > 0 THEN 1 ELSE 0 END

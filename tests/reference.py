@@ -6,7 +6,7 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-from .vector_reference import vector_family, vector_model
+from .vector_reference import INFERENCE_ATTENTION, vector_family, vector_model
 
 # Where each top-level key of an event is kept, by column; tables whose routing implies the
 # phase have no ph column; anything else must be in extra.
@@ -211,7 +211,7 @@ def op_family(name):
     model's), None when not modeled."""
     if name in GEMMS or name in WEIGHT_GEMMS:
         return "gemm"
-    if name in ATTENTION:
+    if name in ATTENTION or name in INFERENCE_ATTENTION:
         return "attention"
     if name in ("aten::convolution", "aten::convolution_backward"):
         return "convolution"

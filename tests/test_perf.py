@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from tracewh.cli import cli
 
 from .conftest import ROOT, SHARED, load_reference, require
-from .reference import op_family, op_model
+from .reference import ELEMENT_BYTES, op_family, op_model
+from .vector_reference import INFERENCE_ATTENTION, inference_attention_model
 
 TRACELENS = Path(__file__).resolve().parent / "tracelens"
 FALCON = "Falconsai_nsfw_image_detection__1016002.json.gz"
@@ -86,8 +87,17 @@ def test_models_match_the_reference_on_every_call(perf_warehouse, every_row):
     expected = {}
     for run, path in perf_warehouse.paths.items():
         calls = []
-        for index, event in enumerate(load_reference(path)["traceEvents"]):
-            model = event.get("cat") == "cpu_op" and op_model(event["name"], event.get("args", {}))
+        events = load_reference(path)["traceEvents"]
+        iterations = [e for e in events if e.get("cat") == "user_annotation"
+                      and e["name"].startswith("execute_")]
+        for index, event in enumerate(events):
+            if event.get("cat") != "cpu_op":
+                continue
+            if event["name"] in INFERENCE_ATTENTION:
+                model = inference_attention_model(
+                    event["args"], iteration_of(event, iterations), ELEMENT_BYTES)
+            else:
+                model = op_model(event["name"], event.get("args", {}))
             if model:
                 expected[(run, index)] = model
                 calls.append((index, event))
@@ -105,7 +115,14 @@ def test_models_match_the_reference_on_every_call(perf_warehouse, every_row):
                      ("resnet", "aten::convolution"): 117,
                      ("resnet", "aten::convolution_backward"): 60,
                      ("resnet", "aten::addmm"): 3, ("resnet", "aten::mm"): 6,
-                     ("sglang", "aten::mm"): 145}
+                     ("sglang", "aten::mm"): 145, ("sglang", "aiter::mha_batch_prefill"): 36}
+
+
+def iteration_of(event, iterations):
+    """The name of the latest-started iteration annotation enclosing `event` on its thread."""
+    around = [a for a in iterations if (a["pid"], a["tid"]) == (event["pid"], event["tid"])
+              and a["ts"] <= event["ts"] < a["ts"] + a["dur"]]
+    return max(around, key=lambda a: a["ts"])["name"] if around else None
 
 
 def enclosing(calls, self_busy):
@@ -147,7 +164,8 @@ LEFT_OUT = {"aten::layer_norm", "aiter::gemm_a16w16"}
 AGREEMENT = [("h100", "BinaryElementwise"), ("h100", "Normalization"),
              ("mi300", "BinaryElementwise"), ("mi300", "Normalization"),
              ("sglang", "GEMM"), ("sglang", "RMSNorm_fwd"), ("sglang", "RoPE_fwd"),
-             ("sglang", "UnaryElementwise"), ("sglang", "Reduce_fwd")]
+             ("sglang", "UnaryElementwise"), ("sglang", "Reduce_fwd"),
+             ("sglang", "InferenceAttention_fwd")]
 
 
 @pytest.fixture(scope="module")
@@ -343,7 +361,8 @@ dim = st.integers(1, 4096)
 def model_in_sql(connection, name, args):
     """(flops, bytes) the SQL models give a cpu_op call of `name` with `args`, or None."""
     connection.execute("DELETE FROM cpu_ops")
-    connection.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 0, ?, 'cpu_op', ?)",
+    connection.execute("INSERT INTO cpu_ops (run, phase, rank, trace_id, event_index, name, "
+                       "category, args) VALUES ('r', 'p', 0, 't', 0, ?, 'cpu_op', ?)",
                        [name, json.dumps(args)])
     found = connection.execute("SELECT flops, bytes FROM _op_models").fetchall()
     return found[0] if found else None
@@ -351,14 +370,16 @@ def model_in_sql(connection, name, args):
 
 @pytest.fixture(scope="module")
 def library():
-    """The models' SQL modules (_dtypes, _op_vector_models, _op_models) over a cpu_ops table of
+    """The models' SQL modules (_dtypes, _op_*models) over a cpu_ops table of
     the columns they read: each example is one call, asked of the models alone (op_perf
     would build the op tree around it too, a second per query)."""
     with duckdb.connect() as connection:
         connection.execute("CREATE TABLE cpu_ops (run VARCHAR, phase VARCHAR, rank INTEGER, "
                            "trace_id VARCHAR, event_index BIGINT, name VARCHAR, "
-                           "category VARCHAR, args VARCHAR)")
-        for module in ("_dtypes", "_op_vector_models", "_op_models"):
+                           "category VARCHAR, args VARCHAR, ts_ns BIGINT, dur_ns BIGINT, "
+                           "pid VARCHAR, tid VARCHAR)")
+        for module in ("_dtypes", "_op_vector_models", "_op_inference_attention_models",
+                       "_op_models"):
             connection.execute((ROOT / "sql" / f"{module}.sql").read_text())
         yield connection
 
@@ -413,6 +434,33 @@ def test_attention_model_matches_reference(library, name, batch, kv_heads, group
         full = op_model(name, args)
         heads_reduced = batch * n_kv * 2 * head_dim * (groups - 1) if backward else 0
         assert (full[0] - heads_reduced) == 2 * (expected[0] - heads_reduced)
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(sorted(INFERENCE_ATTENTION)), tokens=dim, heads_kv=st.integers(1, 16),
+       groups=st.integers(1, 8), head_dim=st.sampled_from([64, 128, 192]),
+       counts=st.lists(st.integers(0, 10 ** 7), min_size=8, max_size=8).map(
+           # consistent lengths: sk >= sq and sqsk >= sqsq (a request sees its own tokens)
+           lambda c: [c[0], c[0] + c[1], c[2], c[2] + c[3], c[4], c[4] + c[5], c[6], c[6] + c[7]]),
+       kv_type=st.sampled_from(TYPES + ["c10::Float8_e4m3fn"]), inside=st.booleans())
+def test_inference_attention_reads_the_iteration_annotation(library, name, tokens, heads_kv,
+                                                            groups, head_dim, counts, kv_type,
+                                                            inside):
+    """Sequence lengths from the enclosing `execute_..._context_(sq sk sqsq sqsk)_generation_
+    (...)` annotation on the call's thread; a call outside it is not modeled."""
+    annotation = ("execute_{}_context_3(sq{}sk{}sqsq{}sqsk{})_generation_2(sq{}sk{}sqsq{}sqsk{})"
+                  .format(tokens, *counts))
+    q, kv = [tokens, heads_kv * groups, head_dim], [tokens * 4, heads_kv, head_dim]
+    args = {"Input Dims": [q, kv, kv] + [[]] * 5,
+            "Input type": ["c10::BFloat16", kv_type, kv_type] + ["Scalar"] * 5}
+    library.execute("DELETE FROM cpu_ops")
+    library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 0, ?, 'user_annotation', "
+                    "'{}', 1000, 500, '1', '1')", [annotation])
+    library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 1, ?, 'cpu_op', ?, ?, 10, "
+                    "'1', '1')", [name, json.dumps(args), 1200 if inside else 1500])
+    found = library.execute("SELECT flops, bytes FROM _op_models").fetchall()
+    expected = inference_attention_model(args, annotation, ELEMENT_BYTES)
+    assert found == ([expected] if inside else [])
 
 
 conv_case = st.integers(1, 3).flatmap(lambda spatial: st.fixed_dictionaries({

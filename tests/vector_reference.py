@@ -35,6 +35,8 @@ REDUCES = {"aten::sum", "aten::mean", "aten::amax", "aten::amin"}
 INDEXED = {"aten::max", "aten::min"}
 SCANS = {"aten::cumsum", "aten::cumprod"}
 SOFTMAXES = {"aten::_softmax", "aten::_log_softmax"}
+CACHE_WRITES = {"sglang::store_cache", "_C_cache_ops::reshape_and_cache",
+                "_C_cache_ops::reshape_and_cache_flash"}
 
 
 def vector_model(name, dims, types, concrete, element_bytes):
@@ -101,6 +103,9 @@ def _model(name, tensor, count, types, concrete):
         if add:
             return n + flops, 4 * n * size + weight * w_size
         return flops, 2 * n * size + weight * w_size
+    if name in CACHE_WRITES:
+        (_, k_size), (_, v_size) = tensor(0), tensor(1)
+        return 0, 2 * (count(0) * k_size + count(1) * v_size)
     if name in ROPES:
         head, rot = float(concrete[3]), tensor(4)[0][-1]
         rotated = (count(1) + count(2)) / head * rot
@@ -143,5 +148,30 @@ def vector_family(name):
     """The family op_perf files a call of `name` under, None when not one of these."""
     families = {"elementwise": UNARY | BINARY | GATED | {"aten::copy_"}, "norm": set(NORMS),
                 "rmsnorm": set(RMS_NORMS), "rope": ROPES,
-                "reduce": REDUCES | INDEXED | SCANS | SOFTMAXES}
+                "reduce": REDUCES | INDEXED | SCANS | SOFTMAXES, "kv_cache": CACHE_WRITES}
     return next((family for family, names in families.items() if name in names), None)
+
+
+INFERENCE_ATTENTION = {"aiter::mha_batch_prefill", "aiter::mha_varlen_fwd",
+                       "aiter::fmha_v3_varlen_fwd", "flash_attn::_flash_attn_varlen_forward",
+                       "vllm::unified_attention_with_output", "vllm::unified_attention"}
+ITERATION = re.compile(r"execute_\d+_context_\d+\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"
+                       r"_generation_\d+\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)")
+
+
+def inference_attention_model(args, annotation, element_bytes):
+    """(flops, bytes) of an inference attention call whose iteration annotation is
+    `annotation` (None, or a name not of the detailed format: not modeled)."""
+    found = annotation and ITERATION.match(annotation)
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not found or dims is None or any(len(d) != 3 for d in dims[:3]):
+        return None
+    c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, _, g_sqsk = map(int, found.groups())
+    (_, heads_q, d_qk), (_, heads_kv, _), (*_, d_v) = dims[:3]
+    flops = heads_q * (d_qk + d_v) * (2 * c_sqsk - c_sqsq + 2 * g_sqsk)
+    q_size, kv_size = element_bytes.get(types[0]), element_bytes.get(types[1])
+    new_tokens, cached = c_sq + g_sq, (c_sk - c_sq) + (g_sk - g_sq)
+    if q_size is None or kv_size is None:
+        return flops, None
+    return flops, (new_tokens * (heads_q + heads_kv) * (d_qk + d_v) * q_size
+                   + cached * heads_kv * (d_qk + d_v) * kv_size)

@@ -16,7 +16,9 @@
 --   vllm::rocm_unquantized_gemm, whose B is the weight stored n x k): A [b,]m x k, B [b,]k x n:
 --     flops = b (2 m n k + m n if a bias is added); bytes = b (m k + k n + m n) elements, plus
 --     the bias tensor's elements; the output is A's type (2 bytes when A is 1 byte: fp8).
---   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout):
+--   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout;
+--   flash_attn::_flash_attn_{forward,backward}, aiter::mha_{fwd,bwd}, aiter::fmha_v3_fwd,
+--   [B, N, H, d]):
 --     forward flops = 2 B Hq Nq Nkv (d_qk + d_v) (QK^T and PV), halved when causal and
 --     Nq = Nkv; bytes = Q + K + V + O. Backward flops = 2 B Hq Nq Nkv (3 d_qk + 2 d_v) (QK^T
 --     recomputed, dV, dP, dQ, dK), halved likewise, plus B Nkv (d_qk + d_v) (Hq / Hkv - 1)
@@ -48,9 +50,11 @@ WITH specs AS (
   -- weight, grad_output); bias_at: the bias operand; causal_at: the is_causal argument;
   -- params_at: the convolution's stride (then padding, dilation, transposed,
   -- output_padding, groups and, backward, output_mask); b_nk: B is stored N x K (a weight
-  -- the op multiplies transposed: aiter's and vLLM's GEMMs).
+  -- the op multiplies transposed: aiter's and vLLM's GEMMs); bnhd: attention operands laid
+  -- out [B, N, H, d] (flash-attention's and aiter's own ops).
   SELECT *, name IN ('aiter::gemm_a16w16', 'aiter::gemm_a16w16_asm',
-                     'vllm::rocm_unquantized_gemm') AS b_nk
+                     'vllm::rocm_unquantized_gemm') AS b_nk,
+         name LIKE 'flash\_attn::%' ESCAPE '\' OR name LIKE 'aiter::%' AS bnhd
   FROM (VALUES
     ('aten::mm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::addmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
@@ -70,6 +74,11 @@ WITH specs AS (
      NULL, 11, NULL),
     ('aten::_scaled_dot_product_cudnn_attention_backward', 'attention', 'backward', 1, 2, 3, NULL,
      14, NULL),
+    ('flash_attn::_flash_attn_forward', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('aiter::mha_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('aiter::fmha_v3_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('flash_attn::_flash_attn_backward', 'attention', 'backward', 1, 2, 3, NULL, 11, NULL),
+    ('aiter::mha_bwd', 'attention', 'backward', 1, 2, 3, NULL, 8, NULL),
     ('aten::convolution', 'convolution', 'forward', 0, 1, NULL, 2, NULL, 3),
     ('aten::convolution_backward', 'convolution', 'backward', 1, 2, 0, NULL, NULL, 4)
   ) AS s (name, family, pass, a_at, b_at, c_at, bias_at, causal_at, params_at)
@@ -84,7 +93,7 @@ calls AS (
          '$[' || CAST(s.c_at AS VARCHAR) || ']' AS c,
          '$[' || CAST(s.bias_at AS VARCHAR) || ']' AS bias,
          '$[' || CAST(s.causal_at AS VARCHAR) || ']' AS causal,
-         s.params_at, s.b_nk
+         s.params_at, s.b_nk, s.bnhd
   FROM cpu_ops AS o
   JOIN specs AS s ON s.name = o.name
   WHERE o.args LIKE '%"Input Dims"%'
@@ -92,7 +101,7 @@ calls AS (
 operands AS (
   -- Each operand's dimensions (NULL past its rank), rank and type; the convolution's
   -- parameters as JSON text (the profiler writes '[16, 16]', 'False').
-  SELECT run, phase, rank, trace_id, event_index, name, family, pass, b_nk,
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, b_nk, bnhd,
          CAST(dims AS VARCHAR) AS shapes,
          json_array_length(json_extract_string(dims, a)) AS a_rank,
          json_array_length(json_extract_string(dims, b)) AS b_rank,
@@ -166,23 +175,29 @@ gemm_model AS (
   FROM gemm
 ),
 attention AS (
-  -- Q [B, Hq, Nq, d_qk], K [B, Hkv, Nkv, d_qk], V [B, Hkv, Nkv, d_v]; causal halving when
-  -- the attention matrix is square (a factor 1 instead of 2, exact).
+  -- Q [B, Hq, Nq, d_qk], K [B, Hkv, Nkv, d_qk], V [B, Hkv, Nkv, d_v] (flash-attention's own
+  -- ops: [B, N, H, d]); causal halving when the attention matrix is square (a factor 1
+  -- instead of 2, exact).
   SELECT *,
-         CASE WHEN is_causal AND a2 = b2 THEN 1 ELSE 2 END AS matmul_factor,
+         CASE WHEN is_causal AND nq = nkv THEN 1 ELSE 2 END AS matmul_factor,
          a0 * a1 * a2 * a3 AS q_elements,
          b0 * b1 * b2 * b3 AS k_elements,
          c0 * c1 * c2 * c3 AS v_elements,
          a0 * a1 * a2 * c3 AS o_elements
-  FROM sized
-  WHERE family = 'attention' AND a_rank = 4 AND b_rank = 4 AND c3 IS NOT NULL
+  FROM (
+    SELECT *,
+           CASE WHEN bnhd THEN a2 ELSE a1 END AS hq, CASE WHEN bnhd THEN a1 ELSE a2 END AS nq,
+           CASE WHEN bnhd THEN b2 ELSE b1 END AS hkv, CASE WHEN bnhd THEN b1 ELSE b2 END AS nkv
+    FROM sized
+    WHERE family = 'attention' AND a_rank = 4 AND b_rank = 4 AND c3 IS NOT NULL
+  ) AS laid_out
 ),
 attention_model AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          CASE WHEN pass = 'forward'
-              THEN matmul_factor * a0 * a1 * a2 * b2 * (a3 + c3)
-              ELSE matmul_factor * a0 * a1 * a2 * b2 * (3 * a3 + 2 * c3)
-                   + a0 * b2 * (a3 + c3) * (a1 - b1) / b1
+              THEN matmul_factor * a0 * hq * nq * nkv * (a3 + c3)
+              ELSE matmul_factor * a0 * hq * nq * nkv * (3 * a3 + 2 * c3)
+                   + a0 * nkv * (a3 + c3) * (hq - hkv) / hkv
          END AS flops,
          CASE WHEN pass = 'forward'
               THEN q_elements * a_bytes + k_elements * b_bytes + v_elements * c_bytes

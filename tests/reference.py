@@ -179,7 +179,14 @@ ATTENTION = {"aten::_scaled_dot_product_flash_attention": ("forward", 0, 4),
              "aten::_scaled_dot_product_cudnn_attention": ("forward", 0, 6),
              "aten::_scaled_dot_product_flash_attention_backward": ("backward", 1, 11),
              "aten::_scaled_dot_product_efficient_attention_backward": ("backward", 1, 11),
-             "aten::_scaled_dot_product_cudnn_attention_backward": ("backward", 1, 14)}
+             "aten::_scaled_dot_product_cudnn_attention_backward": ("backward", 1, 14),
+             "flash_attn::_flash_attn_forward": ("forward", 0, 5),
+             "aiter::mha_fwd": ("forward", 0, 5), "aiter::fmha_v3_fwd": ("forward", 0, 5),
+             "flash_attn::_flash_attn_backward": ("backward", 1, 11),
+             "aiter::mha_bwd": ("backward", 1, 8)}
+# flash-attention's own ops lay Q, K, V out [B, N, H, d], not [B, H, N, d]
+SEQUENCE_FIRST = {"flash_attn::_flash_attn_forward", "aiter::mha_fwd", "aiter::fmha_v3_fwd",
+                  "flash_attn::_flash_attn_backward", "aiter::mha_bwd"}
 
 
 def op_model(name, args):
@@ -198,6 +205,9 @@ def op_model(name, args):
         transposed = [dims[0], list(reversed(dims[1]))] + dims[2:]
         return _gemm(transposed, size, 0, 1, 2)
     if name in ATTENTION:
+        if name in SEQUENCE_FIRST:
+            dims = [[d[0], d[2], d[1], d[3]] if isinstance(d, list) and len(d) == 4 else d
+                    for d in dims]
         return _attention(dims, size, concrete, *ATTENTION[name])
     if name == "aten::convolution":
         return _conv_forward(dims, size, concrete)

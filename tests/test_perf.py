@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tracewh.cli import cli
 
 from .conftest import ROOT, SHARED, load_reference, require
-from .reference import ELEMENT_BYTES, op_family, op_model
+from .reference import ATTENTION, ELEMENT_BYTES, SEQUENCE_FIRST, op_family, op_model
 from .vector_reference import INFERENCE_ATTENTION, inference_attention_model
 
 TRACELENS = Path(__file__).resolve().parent / "tracelens"
@@ -409,7 +409,9 @@ def test_gemm_model_matches_reference(library, name, batch, m, n, k, dtype, bias
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(["aten::_scaled_dot_product_flash_attention",
                              "aten::_scaled_dot_product_efficient_attention",
-                             "aten::_scaled_dot_product_flash_attention_backward"]),
+                             "aten::_scaled_dot_product_flash_attention_backward",
+                             "flash_attn::_flash_attn_forward", "aiter::mha_fwd",
+                             "flash_attn::_flash_attn_backward", "aiter::mha_bwd"]),
        batch=st.integers(1, 16), kv_heads=st.integers(1, 16), groups=st.integers(1, 8),
        n_q=dim, n_kv=dim, square=st.booleans(), head_dim=st.sampled_from([64, 96, 128, 192]),
        causal=st.booleans(), dtype=st.sampled_from(TYPES))
@@ -418,8 +420,10 @@ def test_attention_model_matches_reference(library, name, batch, kv_heads, group
     n_kv = n_q if square else n_kv
     q = [batch, kv_heads * groups, n_q, head_dim]
     kv = [batch, kv_heads, n_kv, head_dim]
-    backward = name.endswith("_backward")
-    causal_at = 11 if backward else 4 if "flash" in name else 6
+    backward = name.endswith(("_backward", "_bwd"))
+    causal_at = ATTENTION[name][2]
+    if name in SEQUENCE_FIRST:
+        q, kv = [batch, n_q, kv_heads * groups, head_dim], [batch, n_kv, kv_heads, head_dim]
     width = 15 if backward else 8
     dims = ([q] if backward else []) + [q, kv, kv]
     dims += [[]] * (width - len(dims))

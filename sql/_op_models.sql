@@ -1,8 +1,8 @@
 -- FLOPs and bytes moved of each call of a modeled operator, from its recorded shapes: the
 -- performance models op_perf measures calls against. GEMM, attention and convolution are
 -- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions, KV-cache
--- writes) in _op_vector_models and inference attention in _op_inference_attention_models,
--- whose calls this view adds.
+-- writes) in _op_vector_models, inference attention in _op_inference_attention_models and
+-- torch.compile's Triton kernels in _op_triton_models, whose calls this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -30,7 +30,8 @@
 --     output_mask asks for, plus output elements for the bias gradient; bytes = grad_output +
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
--- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models
+-- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models,
+--   _op_triton_models
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -42,7 +43,8 @@
 --   shapes             the call's Input Dims, JSON text
 --   input_type         the profiler's type of the first operand (c10::BFloat16, ...)
 --   dtype              its peak class (bf16, fp32, ...; see _dtypes), NULL when unknown
---   flops              floating-point operations of the call
+--   flops              floating-point operations of the call (NULL: a Triton kernel
+--                      without Inductor's kernel_flop)
 --   bytes              bytes read and written by the model, NULL when a type is unknown
 CREATE OR REPLACE VIEW _op_models AS
 WITH specs AS (
@@ -319,9 +321,14 @@ models AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          flops, bytes
   FROM _op_inference_attention_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_triton_models
 )
 SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,
        TRY_CAST(bytes AS BIGINT) AS bytes
 FROM models
-WHERE TRY_CAST(flops AS BIGINT) >= 0 AND NOT coalesce(bytes < 0, false);
+WHERE (TRY_CAST(flops AS BIGINT) >= 0 OR (family = 'triton' AND flops IS NULL))
+  AND NOT coalesce(bytes < 0, false);

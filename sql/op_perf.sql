@@ -1,7 +1,8 @@
 -- How close each call of a modeled op (GEMM, attention, convolution, elementwise, norm,
--- RMSNorm, RoPE, reduce) runs to the hardware: its modeled FLOPs and bytes (_op_models) over
--- the GPU time it took, against the device's peaks. One row per call of a modeled op with
--- recorded shapes (ops without `Input Dims` are absent). A modeled call that launched no GPU
+-- RMSNorm, RoPE, reduce, KV-cache write, torch.compile's Triton kernels; docs/perf-models.md)
+-- runs to the hardware: its modeled FLOPs and bytes (_op_models) over the GPU time it took,
+-- against the device's peaks. One row per call of a modeled op with recorded shapes (ops
+-- without `Input Dims` are absent). A modeled call that launched no GPU
 -- activity itself around a modeled call of its family (a vendor GEMM running aten::mm) is
 -- left out: the inner call is the computation, counted once.
 -- The call's GPU time is `gpu_total_busy_ns` of op_calls: the union of the intervals of the
@@ -23,13 +24,14 @@
 --   event_index         the call's cpu_op event
 --   ts_ns               its start on the CPU, ns
 --   name                the op (aten::addmm, ...)
---   family              gemm, attention, convolution, elementwise, norm, rmsnorm, rope or
---                       reduce
+--   family              gemm, attention, convolution, elementwise, norm, rmsnorm, rope,
+--                       reduce, kv_cache or triton
 --   pass                forward or backward
 --   shapes              the call's Input Dims, JSON text
 --   input_type          the profiler's type of the first operand (c10::BFloat16, ...)
 --   dtype               its peak class (bf16, fp16, fp32, fp8, ...), NULL when unknown
---   flops               floating-point operations of the call (the model)
+--   flops               floating-point operations of the call (the model; NULL for a
+--                       Triton kernel without Inductor's estimate: memory-bound then)
 --   bytes               bytes read and written (the model), NULL when a type is unknown
 --   intensity           flops per byte (DOUBLE)
 --   gpu_busy_ns         GPU busy time of the call and the ops it encloses, ns
@@ -118,5 +120,6 @@ SELECT run, phase, rank, trace_id, event_index, ts_ns, name, family, pass, shape
        TRY_CAST(ceil(roofline_time) AS BIGINT) AS roofline_ns,
        100 * roofline_time / nullif(gpu_busy_ns, 0) AS pct_of_roofline,
        CASE WHEN compute_ns >= memory_ns THEN 'compute'
-            WHEN compute_ns < memory_ns THEN 'memory' END AS bound
+            WHEN compute_ns < memory_ns OR (flops IS NULL AND memory_ns IS NOT NULL)
+            THEN 'memory' END AS bound
 FROM roofline;

@@ -379,7 +379,7 @@ def library():
                            "category VARCHAR, args VARCHAR, ts_ns BIGINT, dur_ns BIGINT, "
                            "pid VARCHAR, tid VARCHAR)")
         for module in ("_dtypes", "_op_vector_models", "_op_inference_attention_models",
-                       "_op_models"):
+                       "_op_triton_models", "_op_models"):
             connection.execute((ROOT / "sql" / f"{module}.sql").read_text())
         yield connection
 
@@ -465,6 +465,22 @@ def test_inference_attention_reads_the_iteration_annotation(library, name, token
     found = library.execute("SELECT flops, bytes FROM _op_models").fetchall()
     expected = inference_attention_model(args, annotation, ELEMENT_BYTES)
     assert found == ([expected] if inside else [])
+
+
+@pytest.mark.parametrize("name, extra, expected", [
+    ("triton_poi_fused_add_cos_sin_0", {"kernel_num_gb": 0.0012, "kernel_flop": 300},
+     (300, 1_200_000)),
+    ("triton_red_fused_sum_1", {"kernel_num_gb": 2.5e-05}, (None, 25_000)),
+    ("triton_per_fused_softmax_2", {}, None),  # no byte count: not modeled
+    ("triton_poi_fused_3", {"kernel_num_gb": "x"}, None),
+    ("triton_tem_fused_mm_4", {"kernel_num_gb": 0.5}, None),  # a template (a GEMM): not these
+])
+def test_triton_kernels_take_inductors_own_figures(library, name, extra, expected):
+    """torch.compile's kernels: bytes from kernel_num_gb (10^9 bytes), FLOPs from
+    kernel_flop (NULL without), as PyTorch writes them into the call's args."""
+    args = {"Input Dims": [[10, 10], [10, 10], [10, 10], []],
+            "Input type": ["float", "float", "float", "Scalar"], **extra}
+    assert model_in_sql(library, name, args) == expected
 
 
 conv_case = st.integers(1, 3).flatmap(lambda spatial: st.fixed_dictionaries({

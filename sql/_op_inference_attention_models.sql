@@ -42,12 +42,13 @@ WITH specs AS (
   ) AS s (name)
 ),
 calls AS (
+  -- Q's type and K's (the cache's when paged); the shapes as JSON text
   SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.name, o.pid, o.tid, o.ts_ns,
-         CAST(json_extract(o.args, '$."Input Dims"') AS VARCHAR) AS dims,
-         CAST(json_extract(o.args, '$."Input type"') AS VARCHAR) AS types
-  FROM cpu_ops AS o
-  JOIN specs AS s ON s.name = o.name
-  WHERE o.args LIKE '%"Input Dims"%'
+         json_extract_string(o.args, '$."Input type"[0]') AS a_type,
+         json_extract_string(o.args, '$."Input type"[1]') AS kv_type,
+         CAST(json_extract(o.args, '$."Input Dims"') AS VARCHAR) AS dims
+  FROM specs AS s
+  JOIN cpu_ops AS o ON o.name = s.name AND o.args LIKE '%"Input Dims"%'
 ),
 pattern AS (
   SELECT '^execute_[0-9]+_context_[0-9]+\(sq([0-9]+)sk([0-9]+)sqsq([0-9]+)sqsk([0-9]+)\)'
@@ -80,12 +81,10 @@ annotated AS (
 ),
 shaped AS (
   SELECT a.*,
-         json_extract_string(types, '$[0]') AS a_type,
          CAST(TRY_CAST(json_extract_string(dims, '$[0][1]') AS BIGINT) AS DOUBLE) AS hq,
          CAST(TRY_CAST(json_extract_string(dims, '$[0][2]') AS BIGINT) AS DOUBLE) AS d_qk,
          CAST(TRY_CAST(json_extract_string(dims, '$[1][1]') AS BIGINT) AS DOUBLE) AS hkv,
-         CAST(TRY_CAST(json_extract_string(dims, '$[2][2]') AS BIGINT) AS DOUBLE) AS d_v,
-         json_extract_string(types, '$[1]') AS kv_type
+         CAST(TRY_CAST(json_extract_string(dims, '$[2][2]') AS BIGINT) AS DOUBLE) AS d_v
   FROM annotated AS a
   WHERE choice = 1
     AND json_array_length(json_extract_string(dims, '$[0]')) = 3

@@ -167,36 +167,41 @@ operand_dims AS (
   FROM operand_at
   WHERE pos IS NOT NULL
 ),
+dimension_rows AS (
+  -- each dimension of each operand, k counting from the last (k = 0: the last dimension)
+  SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.role, p.k,
+         CAST(TRY_CAST(json_extract_string(o.dims, o.path || '['
+                                           || CAST(o.operand_rank - 1 - p.k AS VARCHAR) || ']')
+                       AS BIGINT) AS DOUBLE) AS size
+  FROM operand_dims AS o
+  JOIN (VALUES (0), (1), (2), (3), (4), (5)) AS p (k) ON p.k < o.operand_rank
+),
+dimensions AS (
+  SELECT run, phase, rank, trace_id, event_index, role,
+         count(*) - count(size) AS unreadable,
+         max(CASE WHEN k = 0 THEN size END) AS d0, max(CASE WHEN k = 1 THEN size END) AS d1,
+         max(CASE WHEN k = 2 THEN size END) AS d2, max(CASE WHEN k = 3 THEN size END) AS d3,
+         max(CASE WHEN k = 4 THEN size END) AS d4, max(CASE WHEN k = 5 THEN size END) AS d5
+  FROM dimension_rows
+  GROUP BY run, phase, rank, trace_id, event_index, role
+),
 operand_sizes AS (
-  -- d0 .. d5: the dimensions from the last (NULL past the rank); d_1: the second (channels)
-  SELECT *,
-         CASE WHEN operand_rank > 0 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 1 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d0,
-         CASE WHEN operand_rank > 1 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 2 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d1,
-         CASE WHEN operand_rank > 2 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 3 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d2,
-         CASE WHEN operand_rank > 3 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 4 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d3,
-         CASE WHEN operand_rank > 4 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 5 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d4,
-         CASE WHEN operand_rank > 5 THEN CAST(TRY_CAST(json_extract_string(dims,
-           path || '[' || CAST(operand_rank - 6 AS VARCHAR) || ']') AS BIGINT) AS DOUBLE) END AS d5,
-         CAST(TRY_CAST(json_extract_string(dims, path || '[1]') AS BIGINT) AS DOUBLE) AS second
-  FROM operand_dims
+  -- d0 .. d5: the dimensions from the last (NULL past the rank); second: the second
+  -- dimension (channels)
+  SELECT o.*, d.unreadable, d.d0, d.d1, d.d2, d.d3, d.d4, d.d5,
+         CAST(TRY_CAST(json_extract_string(o.dims, o.path || '[1]') AS BIGINT) AS DOUBLE)
+           AS second
+  FROM operand_dims AS o
+  LEFT JOIN dimensions AS d
+    ON d.run = o.run AND d.phase = o.phase AND d.rank = o.rank AND d.trace_id = o.trace_id
+   AND d.event_index = o.event_index AND d.role = o.role
 ),
 operands AS (
   -- a tensor (a type with a size) of known shape: its elements, else NULL; not a tensor:
   -- no elements at all (0), moving nothing
   SELECT s.*, t.element_bytes, t.dtype,
          CASE WHEN t.element_bytes IS NULL THEN 0
-              WHEN s.operand_rank IS NULL OR s.operand_rank > 6 THEN NULL
-              WHEN s.operand_rank > 0 AND s.d0 IS NULL THEN NULL
-              WHEN s.operand_rank > 1 AND s.d1 IS NULL THEN NULL
-              WHEN s.operand_rank > 2 AND s.d2 IS NULL THEN NULL
-              WHEN s.operand_rank > 3 AND s.d3 IS NULL THEN NULL
-              WHEN s.operand_rank > 4 AND s.d4 IS NULL THEN NULL
-              WHEN s.operand_rank > 5 AND s.d5 IS NULL THEN NULL
+              WHEN s.operand_rank IS NULL OR s.operand_rank > 6 OR s.unreadable > 0 THEN NULL
               ELSE coalesce(s.d0, 1) * coalesce(s.d1, 1) * coalesce(s.d2, 1)
                    * coalesce(s.d3, 1) * coalesce(s.d4, 1) * coalesce(s.d5, 1) END AS elements,
          s.operand_type IN ('bool', 'signed char', 'unsigned char', 'short int', 'int',

@@ -30,7 +30,8 @@ RMS_NORMS = {"aten::_fused_rms_norm": (0, 2, False), "aiter::rms_norm": (0, 1, F
              "_C::fused_add_rms_norm": (0, 2, True), "sgl_kernel::fused_add_rmsnorm": (0, 2, True)}
 ROPES = {"sgl_kernel::rotary_embedding", "_C::rotary_embedding"}
 # the main input (x) where it is not the first operand
-MAIN = {**{name: 1 for name in GATED | ROPES}, **{name: spec[0] for name, spec in RMS_NORMS.items()}}
+MAIN = {**{name: 1 for name in GATED | ROPES},
+        **{name: spec[0] for name, spec in RMS_NORMS.items()}}
 REDUCES = {"aten::sum", "aten::mean", "aten::amax", "aten::amin"}
 INDEXED = {"aten::max", "aten::min"}
 SCANS = {"aten::cumsum", "aten::cumprod"}

@@ -1,5 +1,8 @@
 -- FLOPs and bytes moved of each call of a modeled operator, from its recorded shapes: the
--- performance models op_perf measures calls against.
+-- performance models op_perf measures calls against. GEMM, attention and convolution are
+-- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions, KV-cache
+-- writes) in _op_vector_models, inference attention in _op_inference_attention_models and
+-- torch.compile's Triton kernels in _op_triton_models, whose calls this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -9,10 +12,13 @@
 -- result past BIGINT, makes the call absent. The arithmetic is in DOUBLE, so no shape can
 -- overflow it: figures are exact up to 2^53 (9 x 10^15), the nearest double beyond.
 -- Formulas (bytes use each tensor's element size from _dtypes):
---   GEMM (mm, addmm, bmm, baddbmm, _scaled_mm): A [b,]m x k, B [b,]k x n:
+--   GEMM (mm, addmm, bmm, baddbmm, _scaled_mm; aiter::gemm_a16w16 and
+--   vllm::rocm_unquantized_gemm, whose B is the weight stored n x k): A [b,]m x k, B [b,]k x n:
 --     flops = b (2 m n k + m n if a bias is added); bytes = b (m k + k n + m n) elements, plus
 --     the bias tensor's elements; the output is A's type (2 bytes when A is 1 byte: fp8).
---   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout):
+--   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout;
+--   flash_attn::_flash_attn_{forward,backward}, aiter::mha_{fwd,bwd}, aiter::fmha_v3_fwd,
+--   [B, N, H, d]):
 --     forward flops = 2 B Hq Nq Nkv (d_qk + d_v) (QK^T and PV), halved when causal and
 --     Nq = Nkv; bytes = Q + K + V + O. Backward flops = 2 B Hq Nq Nkv (3 d_qk + 2 d_v) (QK^T
 --     recomputed, dV, dP, dQ, dK), halved likewise, plus B Nkv (d_qk + d_v) (Hq / Hkv - 1)
@@ -24,33 +30,42 @@
 --     output_mask asks for, plus output elements for the bias gradient; bytes = grad_output +
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
--- Reads: cpu_ops, _dtypes
+-- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models,
+--   _op_triton_models
 --
 -- Columns:
 --   run, phase, rank   partition
 --   trace_id           the trace of the call
 --   event_index        the call's cpu_op event
 --   name               the op (aten::addmm, ...)
---   family             gemm, attention or convolution
+--   family             gemm, attention or convolution (and _op_vector_models's families)
 --   pass               forward or backward
 --   shapes             the call's Input Dims, JSON text
 --   input_type         the profiler's type of the first operand (c10::BFloat16, ...)
 --   dtype              its peak class (bf16, fp32, ...; see _dtypes), NULL when unknown
---   flops              floating-point operations of the call
+--   flops              floating-point operations of the call (NULL: a Triton kernel
+--                      without Inductor's kernel_flop)
 --   bytes              bytes read and written by the model, NULL when a type is unknown
 CREATE OR REPLACE VIEW _op_models AS
 WITH specs AS (
   -- a, b, c: operand positions (GEMM: A, B; attention: Q, K, V; convolution: input,
   -- weight, grad_output); bias_at: the bias operand; causal_at: the is_causal argument;
   -- params_at: the convolution's stride (then padding, dilation, transposed,
-  -- output_padding, groups and, backward, output_mask).
-  SELECT *
+  -- output_padding, groups and, backward, output_mask); b_nk: B is stored N x K (a weight
+  -- the op multiplies transposed: aiter's and vLLM's GEMMs); bnhd: attention operands laid
+  -- out [B, N, H, d] (flash-attention's and aiter's own ops).
+  SELECT *, name IN ('aiter::gemm_a16w16', 'aiter::gemm_a16w16_asm',
+                     'vllm::rocm_unquantized_gemm') AS b_nk,
+         name LIKE 'flash\_attn::%' ESCAPE '\' OR name LIKE 'aiter::%' AS bnhd
   FROM (VALUES
     ('aten::mm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::addmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
     ('aten::bmm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::baddbmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
     ('aten::_scaled_mm', 'gemm', 'forward', 0, 1, NULL, 4, NULL, NULL),
+    ('aiter::gemm_a16w16', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
+    ('aiter::gemm_a16w16_asm', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
+    ('vllm::rocm_unquantized_gemm', 'gemm', 'forward', 0, 1, NULL, 2, NULL, NULL),
     ('aten::_scaled_dot_product_flash_attention', 'attention', 'forward', 0, 1, 2, NULL, 4, NULL),
     ('aten::_scaled_dot_product_efficient_attention', 'attention', 'forward', 0, 1, 2, NULL, 6,
      NULL),
@@ -61,6 +76,11 @@ WITH specs AS (
      NULL, 11, NULL),
     ('aten::_scaled_dot_product_cudnn_attention_backward', 'attention', 'backward', 1, 2, 3, NULL,
      14, NULL),
+    ('flash_attn::_flash_attn_forward', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('aiter::mha_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('aiter::fmha_v3_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('flash_attn::_flash_attn_backward', 'attention', 'backward', 1, 2, 3, NULL, 11, NULL),
+    ('aiter::mha_bwd', 'attention', 'backward', 1, 2, 3, NULL, 8, NULL),
     ('aten::convolution', 'convolution', 'forward', 0, 1, NULL, 2, NULL, 3),
     ('aten::convolution_backward', 'convolution', 'backward', 1, 2, 0, NULL, NULL, 4)
   ) AS s (name, family, pass, a_at, b_at, c_at, bias_at, causal_at, params_at)
@@ -75,7 +95,7 @@ calls AS (
          '$[' || CAST(s.c_at AS VARCHAR) || ']' AS c,
          '$[' || CAST(s.bias_at AS VARCHAR) || ']' AS bias,
          '$[' || CAST(s.causal_at AS VARCHAR) || ']' AS causal,
-         s.params_at
+         s.params_at, s.b_nk, s.bnhd
   FROM cpu_ops AS o
   JOIN specs AS s ON s.name = o.name
   WHERE o.args LIKE '%"Input Dims"%'
@@ -83,7 +103,7 @@ calls AS (
 operands AS (
   -- Each operand's dimensions (NULL past its rank), rank and type; the convolution's
   -- parameters as JSON text (the profiler writes '[16, 16]', 'False').
-  SELECT run, phase, rank, trace_id, event_index, name, family, pass,
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, b_nk, bnhd,
          CAST(dims AS VARCHAR) AS shapes,
          json_array_length(json_extract_string(dims, a)) AS a_rank,
          json_array_length(json_extract_string(dims, b)) AS b_rank,
@@ -143,9 +163,10 @@ gemm AS (
          CASE WHEN a_rank = 3 THEN a0 ELSE 1 END AS g_batch,
          CASE WHEN a_rank = 3 THEN a1 ELSE a0 END AS g_m,
          CASE WHEN a_rank = 3 THEN a2 ELSE a1 END AS g_k,
-         CASE WHEN b_rank = 3 THEN b2 ELSE b1 END AS g_n
+         CASE WHEN b_nk THEN b0 WHEN b_rank = 3 THEN b2 ELSE b1 END AS g_n
   FROM sized
   WHERE family = 'gemm' AND a_rank IN (2, 3) AND b_rank = a_rank
+    AND NOT (b_nk AND a_rank <> 2)
 ),
 gemm_model AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
@@ -156,23 +177,29 @@ gemm_model AS (
   FROM gemm
 ),
 attention AS (
-  -- Q [B, Hq, Nq, d_qk], K [B, Hkv, Nkv, d_qk], V [B, Hkv, Nkv, d_v]; causal halving when
-  -- the attention matrix is square (a factor 1 instead of 2, exact).
+  -- Q [B, Hq, Nq, d_qk], K [B, Hkv, Nkv, d_qk], V [B, Hkv, Nkv, d_v] (flash-attention's own
+  -- ops: [B, N, H, d]); causal halving when the attention matrix is square (a factor 1
+  -- instead of 2, exact).
   SELECT *,
-         CASE WHEN is_causal AND a2 = b2 THEN 1 ELSE 2 END AS matmul_factor,
+         CASE WHEN is_causal AND nq = nkv THEN 1 ELSE 2 END AS matmul_factor,
          a0 * a1 * a2 * a3 AS q_elements,
          b0 * b1 * b2 * b3 AS k_elements,
          c0 * c1 * c2 * c3 AS v_elements,
          a0 * a1 * a2 * c3 AS o_elements
-  FROM sized
-  WHERE family = 'attention' AND a_rank = 4 AND b_rank = 4 AND c3 IS NOT NULL
+  FROM (
+    SELECT *,
+           CASE WHEN bnhd THEN a2 ELSE a1 END AS hq, CASE WHEN bnhd THEN a1 ELSE a2 END AS nq,
+           CASE WHEN bnhd THEN b2 ELSE b1 END AS hkv, CASE WHEN bnhd THEN b1 ELSE b2 END AS nkv
+    FROM sized
+    WHERE family = 'attention' AND a_rank = 4 AND b_rank = 4 AND c3 IS NOT NULL
+  ) AS laid_out
 ),
 attention_model AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          CASE WHEN pass = 'forward'
-              THEN matmul_factor * a0 * a1 * a2 * b2 * (a3 + c3)
-              ELSE matmul_factor * a0 * a1 * a2 * b2 * (3 * a3 + 2 * c3)
-                   + a0 * b2 * (a3 + c3) * (a1 - b1) / b1
+              THEN matmul_factor * a0 * hq * nq * nkv * (a3 + c3)
+              ELSE matmul_factor * a0 * hq * nq * nkv * (3 * a3 + 2 * c3)
+                   + a0 * nkv * (a3 + c3) * (hq - hkv) / hkv
          END AS flops,
          CASE WHEN pass = 'forward'
               THEN q_elements * a_bytes + k_elements * b_bytes + v_elements * c_bytes
@@ -286,9 +313,22 @@ models AS (
   SELECT * FROM attention_model
   UNION ALL
   SELECT * FROM conv_model
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_vector_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_inference_attention_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_triton_models
 )
 SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,
        TRY_CAST(bytes AS BIGINT) AS bytes
 FROM models
-WHERE TRY_CAST(flops AS BIGINT) >= 0 AND NOT coalesce(bytes < 0, false);
+WHERE (TRY_CAST(flops AS BIGINT) >= 0 OR (family = 'triton' AND flops IS NULL))
+  AND NOT coalesce(bytes < 0, false);

@@ -1,6 +1,10 @@
--- How close each call of a GEMM, attention or convolution op runs to the hardware: its
--- modeled FLOPs and bytes (_op_models) over the GPU time it took, against the device's peaks.
--- One row per call of a modeled op with recorded shapes (ops without `Input Dims` are absent).
+-- How close each call of a modeled op (GEMM, attention, convolution, elementwise, norm,
+-- RMSNorm, RoPE, reduce, KV-cache write, torch.compile's Triton kernels; docs/perf-models.md)
+-- runs to the hardware: its modeled FLOPs and bytes (_op_models) over the GPU time it took,
+-- against the device's peaks. One row per call of a modeled op with recorded shapes (ops
+-- without `Input Dims` are absent). A modeled call that launched no GPU
+-- activity itself around a modeled call of its family (a vendor GEMM running aten::mm) is
+-- left out: the inner call is the computation, counted once.
 -- The call's GPU time is `gpu_total_busy_ns` of op_calls: the union of the intervals of the
 -- GPU activity it and the ops it encloses launched (a GEMM's kernel launched by an inner
 -- op, or a memset beside it, counts; kernels overlapping on two streams count once); a call
@@ -20,12 +24,14 @@
 --   event_index         the call's cpu_op event
 --   ts_ns               its start on the CPU, ns
 --   name                the op (aten::addmm, ...)
---   family              gemm, attention or convolution
+--   family              gemm, attention, convolution, elementwise, norm, rmsnorm, rope,
+--                       reduce, kv_cache or triton
 --   pass                forward or backward
 --   shapes              the call's Input Dims, JSON text
 --   input_type          the profiler's type of the first operand (c10::BFloat16, ...)
 --   dtype               its peak class (bf16, fp16, fp32, fp8, ...), NULL when unknown
---   flops               floating-point operations of the call (the model)
+--   flops               floating-point operations of the call (the model; NULL for a
+--                       Triton kernel without Inductor's estimate: memory-bound then)
 --   bytes               bytes read and written (the model), NULL when a type is unknown
 --   intensity           flops per byte (DOUBLE)
 --   gpu_busy_ns         GPU busy time of the call and the ops it encloses, ns
@@ -60,21 +66,44 @@ matched AS (
   JOIN device_peaks AS p
     ON p.dtype = t.dtype AND regexp_matches(lower(t.device), p.pattern)
 ),
-timed AS (
-  SELECT m.*, c.ts_ns, c.gpu_total_busy_ns AS gpu_busy_ns, d.device, p.peak_device,
-         p.peak_tflops, p.memory_tbs,
-         -- model times in ns: 1 TFLOPS/s is 1,000 FLOPs per ns, 1 TB/s 1,000 bytes per ns
-         m.flops / (p.peak_tflops * 1000) AS compute_ns,
-         m.bytes / (p.memory_tbs * 1000) AS memory_ns
+calls AS (
+  SELECT m.*, c.ts_ns, c.dur_ns, c.pid, c.tid, c.gpu_self_busy_ns, c.gpu_total_busy_ns
   FROM _op_models AS m
   JOIN op_calls AS c
     ON c.run = m.run AND c.phase = m.phase AND c.rank = m.rank AND c.trace_id = m.trace_id
    AND c.event_index = m.event_index
+),
+enclosing AS (
+  -- a modeled call that launched nothing itself around a modeled call of its family on its
+  -- thread (aiter::gemm_a16w16 running aten::mm through aten::linear): the inner call is
+  -- the computation, the outer one is left out so that no computation counts twice
+  SELECT DISTINCT o.run, o.phase, o.rank, o.trace_id, o.event_index
+  FROM calls AS o
+  JOIN calls AS i
+    ON i.run = o.run AND i.phase = o.phase AND i.rank = o.rank AND i.trace_id = o.trace_id
+   AND i.pid = o.pid AND i.tid = o.tid AND i.family = o.family
+   AND i.event_index <> o.event_index
+   AND i.ts_ns >= o.ts_ns AND i.ts_ns + i.dur_ns <= o.ts_ns + o.dur_ns
+  WHERE o.gpu_self_busy_ns = 0 AND i.gpu_self_busy_ns > 0
+),
+timed AS (
+  SELECT c.run, c.phase, c.rank, c.trace_id, c.event_index, c.name, c.family, c.pass,
+         c.shapes, c.input_type, c.dtype, c.flops, c.bytes,
+         c.ts_ns, c.gpu_total_busy_ns AS gpu_busy_ns, d.device, p.peak_device,
+         p.peak_tflops, p.memory_tbs,
+         -- model times in ns: 1 TFLOPS/s is 1,000 FLOPs per ns, 1 TB/s 1,000 bytes per ns
+         c.flops / (p.peak_tflops * 1000) AS compute_ns,
+         c.bytes / (p.memory_tbs * 1000) AS memory_ns
+  FROM calls AS c
+  LEFT JOIN enclosing AS e
+    ON e.run = c.run AND e.phase = c.phase AND e.rank = c.rank AND e.trace_id = c.trace_id
+   AND e.event_index = c.event_index
   LEFT JOIN trace_devices AS d
-    ON d.run = m.run AND d.phase = m.phase AND d.rank = m.rank AND d.trace_id = m.trace_id
+    ON d.run = c.run AND d.phase = c.phase AND d.rank = c.rank AND d.trace_id = c.trace_id
   LEFT JOIN matched AS p
-    ON p.run = m.run AND p.phase = m.phase AND p.rank = m.rank AND p.trace_id = m.trace_id
-   AND p.dtype = m.dtype AND p.choice = 1
+    ON p.run = c.run AND p.phase = c.phase AND p.rank = c.rank AND p.trace_id = c.trace_id
+   AND p.dtype = c.dtype AND p.choice = 1
+  WHERE e.event_index IS NULL
 ),
 roofline AS (
   SELECT *,
@@ -91,5 +120,6 @@ SELECT run, phase, rank, trace_id, event_index, ts_ns, name, family, pass, shape
        TRY_CAST(ceil(roofline_time) AS BIGINT) AS roofline_ns,
        100 * roofline_time / nullif(gpu_busy_ns, 0) AS pct_of_roofline,
        CASE WHEN compute_ns >= memory_ns THEN 'compute'
-            WHEN compute_ns < memory_ns THEN 'memory' END AS bound
+            WHEN compute_ns < memory_ns OR (flops IS NULL AND memory_ns IS NOT NULL)
+            THEN 'memory' END AS bound
 FROM roofline;

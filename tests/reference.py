@@ -6,6 +6,8 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
+from .vector_reference import INFERENCE_ATTENTION, vector_family, vector_model
+
 # Where each top-level key of an event is kept, by column; tables whose routing implies the
 # phase have no ph column; anything else must be in extra.
 COLUMN_OF_KEY = {"name": "name", "cat": "category", "pid": "pid", "tid": "tid", "ts": "ts_ns",
@@ -169,13 +171,22 @@ ELEMENT_BYTES = {"double": 8, "float": 4, "c10::BFloat16": 2, "c10::Half": 2,
                  "c10::complex<double>": 16}
 GEMMS = {"aten::mm": (0, 1, None), "aten::bmm": (0, 1, None), "aten::addmm": (1, 2, 0),
          "aten::baddbmm": (1, 2, 0), "aten::_scaled_mm": (0, 1, 4)}
+# GEMMs whose B is a weight stored n x k: x [m, k], weight [n, k], bias
+WEIGHT_GEMMS = {"aiter::gemm_a16w16", "aiter::gemm_a16w16_asm", "vllm::rocm_unquantized_gemm"}
 # name: (pass, position of Q, position of is_causal)
 ATTENTION = {"aten::_scaled_dot_product_flash_attention": ("forward", 0, 4),
              "aten::_scaled_dot_product_efficient_attention": ("forward", 0, 6),
              "aten::_scaled_dot_product_cudnn_attention": ("forward", 0, 6),
              "aten::_scaled_dot_product_flash_attention_backward": ("backward", 1, 11),
              "aten::_scaled_dot_product_efficient_attention_backward": ("backward", 1, 11),
-             "aten::_scaled_dot_product_cudnn_attention_backward": ("backward", 1, 14)}
+             "aten::_scaled_dot_product_cudnn_attention_backward": ("backward", 1, 14),
+             "flash_attn::_flash_attn_forward": ("forward", 0, 5),
+             "aiter::mha_fwd": ("forward", 0, 5), "aiter::fmha_v3_fwd": ("forward", 0, 5),
+             "flash_attn::_flash_attn_backward": ("backward", 1, 11),
+             "aiter::mha_bwd": ("backward", 1, 8)}
+# flash-attention's own ops lay Q, K, V out [B, N, H, d], not [B, H, N, d]
+SEQUENCE_FIRST = {"flash_attn::_flash_attn_forward", "aiter::mha_fwd", "aiter::fmha_v3_fwd",
+                  "flash_attn::_flash_attn_backward", "aiter::mha_bwd"}
 
 
 def op_model(name, args):
@@ -188,13 +199,33 @@ def op_model(name, args):
     size = [ELEMENT_BYTES.get(t) for t in types]
     if name in GEMMS:
         return _gemm(dims, size, *GEMMS[name])
+    if name in WEIGHT_GEMMS:
+        if len(dims[0]) != 2 or len(dims[1]) != 2:
+            return None
+        transposed = [dims[0], list(reversed(dims[1]))] + dims[2:]
+        return _gemm(transposed, size, 0, 1, 2)
     if name in ATTENTION:
+        if name in SEQUENCE_FIRST:
+            dims = [[d[0], d[2], d[1], d[3]] if isinstance(d, list) and len(d) == 4 else d
+                    for d in dims]
         return _attention(dims, size, concrete, *ATTENTION[name])
     if name == "aten::convolution":
         return _conv_forward(dims, size, concrete)
     if name == "aten::convolution_backward":
         return _conv_backward(dims, size, concrete)
-    return None
+    return vector_model(name, dims, types, concrete, ELEMENT_BYTES)
+
+
+def op_family(name):
+    """The family op_perf files a modeled op under (gemm, attention, convolution, or a vector
+    model's), None when not modeled."""
+    if name in GEMMS or name in WEIGHT_GEMMS:
+        return "gemm"
+    if name in ATTENTION or name in INFERENCE_ATTENTION:
+        return "attention"
+    if name in ("aten::convolution", "aten::convolution_backward"):
+        return "convolution"
+    return vector_family(name)
 
 
 def _bytes(*terms):

@@ -133,7 +133,8 @@ def test_the_spark_script_omits_the_readers_of_the_call_tree_and_run_metrics():
     omitted = spark_omitted()
     assert omitted == {"op_kernels", "op_calls", "op_stats", "op_stats_by_shape", "op_backward",
                        "op_perf", "module_stats", "collective_calls", "run_diff",
-                       "op_phase_stats", "gemm_shapes", "module_phase_stats",
+                       "op_phase_stats", "gemm_shapes", "op_category_stats",
+                       "module_phase_stats",
                        "run_metrics", "run_metric_diff", "stream_queue", "stream_queue_summary",
                        "stream_queue_blocked", "step_bottleneck", "rank_critical_path",
                        "rank_critical_path_breakdown",

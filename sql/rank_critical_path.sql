@@ -9,6 +9,9 @@
 -- Communication is tracewh's class under the default kernel rules (HTA's: `^nccl.*Kernel`
 -- only). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
 --
+-- The table also holds each communication kernel's segment (`segment_of`, what the job's
+-- path across ranks joins: see critical_path); this view keeps the step's path only.
+--
 -- Reads: critical_path_edges
 --
 -- Columns:
@@ -26,4 +29,5 @@
 CREATE OR REPLACE VIEW rank_critical_path AS
 SELECT run, phase, rank, step, seq, bound_by, ns, start_ns, end_ns, name, event_table,
        event_index AS event_id
-FROM critical_path_edges;
+FROM critical_path_edges
+WHERE segment_of IS NULL;

@@ -48,6 +48,7 @@ def test_rank_breakdown_agrees_with_hta(case, tracewh, sql, warehouse):
         for table, columns in COLUMNS.items()}
     names = connection.sql("SELECT category, name_id, name FROM kernel_names").to_arrow_table()
     rows = path_table(staged, "t", names)
+    rows = rows.filter(pc.is_null(rows["segment_of"]))  # the step's path, not the segments
     assert set(rows["step"].to_pylist()) == {step}
     assert _breakdown_us(rows["bound_by"].to_pylist(), rows["ns"].to_pylist()) == \
         reference["breakdown_us"]
@@ -133,10 +134,10 @@ def test_longest_path_equals_the_plain_reference(graph):
 
 
 def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
-    """Over DLRM's 8 ranks the job's path is the path of the rank that is the longest once
-    the time it waited in matched collectives is left out: rank 0's, though rank 1's own path
-    is longer, most of it waits. `tracewh critical-path` prints its breakdown and its longest
-    events, or one rank's."""
+    """Over DLRM's 8 ranks the job's path is rank 0's (no collective on it): rank 1's own path
+    is longer, but most of it waits in a collective, and walked through the rank that arrived
+    last there it is shorter; no rank's path less its waits is longer than rank 0's.
+    `tracewh critical-path` prints its breakdown and its longest events, or one rank's."""
     tracewh("ingest", EXAMPLES, "--run", "dlrm")
     paths = sql("SELECT rank, seq, start_ns, end_ns, ns, bound_by FROM rank_critical_path")
     waits = {(w["rank"], w["start_ns"], w["start_ns"] + w["dur_ns"]): w["wait_ns"] for w in sql(
@@ -166,6 +167,7 @@ def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
 
 
 DELAY_US = 3000
+SLOW_US = 500
 
 
 def _shifted(events, grown, delay_us):
@@ -188,31 +190,86 @@ def _shifted(events, grown, delay_us):
             event["dur"] += delay_us
 
 
-def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
-    """Two ranks made from DLRM's rank 0: rank 1 spends DELAY_US more in an op of its path
-    before a collective, and rank 0's copy of that collective lasts DELAY_US longer (it waited
-    for rank 1). The job's path is rank 1's, DELAY_US longer than the rank's own path was;
-    rank 0's path grew too, by the wait, which the job's path does not take."""
-    source = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+def _late_rank(tracewh, sql, tmp_path, cut_short=False):
+    """Ingest DLRM's rank 1 as run `base` and two ranks made from it as run `job`: rank 1
+    spends DELAY_US more in the host op that takes the most of its way into the all-to-all on
+    its path (ended before the collective started), so it arrives DELAY_US late, and rank 0's
+    copy of the collective lasts DELAY_US (its wait) + SLOW_US (a slower transfer) longer;
+    with `cut_short`, rank 1's step ends as that op starts, so the step holds no way of rank
+    1's into the collective. (base path ns, the
+    collective's path row, the op's event_id and ns on the way into it)."""
+    source = EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz"
     tracewh("ingest", source, "--run", "base")
     base_ns = sql("SELECT sum(ns) AS ns FROM rank_critical_path")[0]["ns"]
-    # The host op the base path spends the most time in, and the first collective after it.
-    op = sql("SELECT event_id, end_ns FROM rank_critical_path WHERE event_table = 'cpu_ops' "
-             "GROUP BY ALL ORDER BY sum(ns) DESC, event_id LIMIT 1")[0]
-    collective = sql(f"SELECT k.event_index FROM kernels AS k JOIN collective_waits AS w "
-                     f"ON w.start_ns = k.ts_ns WHERE k.ts_ns >= {op['end_ns']} "
-                     f"ORDER BY k.ts_ns LIMIT 1")[0]["event_index"]
+    collective = sql("SELECT event_id, start_ns, ns FROM rank_critical_path "
+                     "WHERE bound_by = 'gpu_communication_bound' ORDER BY ns DESC LIMIT 1")[0]
+    op = sql(f"SELECT p.event_index AS event_id, sum(p.ns) AS ns FROM critical_path_edges AS p "
+             f"JOIN cpu_ops AS o ON o.event_index = p.event_index "
+             f"WHERE p.segment_of = {collective['event_id']} AND p.event_table = 'cpu_ops' "
+             f"AND o.ts_ns + o.dur_ns < {collective['start_ns']} "
+             f"GROUP BY ALL ORDER BY ns DESC, event_id LIMIT 1")[0]
     for rank in (0, 1):
         document = load_reference(source)
         document["distributedInfo"].update(rank=rank, world_size=2)
         events = document["traceEvents"]
-        _shifted(events, op["event_id"] if rank == 1 else collective, DELAY_US)
+        if rank == 1:
+            _shifted(events, op["event_id"], DELAY_US)
+            if cut_short:
+                step = next(e for e in events if e.get("name", "").startswith("ProfilerStep#"))
+                step["dur"] = events[op["event_id"]]["ts"] - step["ts"]
+        else:
+            _shifted(events, collective["event_id"], DELAY_US + SLOW_US)
         (tmp_path / f"rank{rank}.json").write_text(json.dumps(document, default=str))
     tracewh("ingest", tmp_path / "rank0.json", tmp_path / "rank1.json", "--run", "job")
+    return base_ns, collective, op
+
+
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+    """Two ranks made from DLRM's rank 1 (_late_rank): the job's path crosses at the
+    collective: rank 1's work up to its arrival, the delayed op DELAY_US longer on it, then
+    rank 0's transfer after the last arrival (SLOW_US longer), no wait; DELAY_US + SLOW_US
+    longer than the rank's path was, longer than either rank's path less its waits (what a
+    path kept on one rank could say)."""
+    base_ns, collective, op = _late_rank(tracewh, sql, tmp_path)
+    grown = (DELAY_US + SLOW_US) * 1000
     ranks = {r["rank"]: r["ns"] for r in sql(
         "SELECT rank, sum(ns) AS ns FROM rank_critical_path WHERE run = 'job' GROUP BY rank")}
-    assert ranks[1] == base_ns + DELAY_US * 1000
-    job = sql("SELECT rank, bound_by, ns FROM critical_path WHERE run = 'job'")
-    assert {r["rank"] for r in job} == {1}
-    assert sum(r["ns"] for r in job) == base_ns + DELAY_US * 1000
-    assert not [r for r in job if r["bound_by"] == "gpu_communication_wait"]
+    assert ranks == {0: base_ns + grown, 1: base_ns + DELAY_US * 1000}
+    waits = {r["rank"]: r["wait_ns"] for r in sql(
+        f"SELECT rank, wait_ns FROM collective_waits WHERE run = 'job' AND matched "
+        f"AND start_ns IN ({collective['start_ns']}, {collective['start_ns'] + DELAY_US * 1000})")}
+    assert waits == {0: DELAY_US * 1000, 1: 0}
+    job = sql("SELECT seq, rank, bound_by, ns, event_table, event_id FROM critical_path "
+              "WHERE run = 'job' ORDER BY seq")
+    assert sum(r["ns"] for r in job) == base_ns + grown > max(
+        ranks[rank] - waits[rank] for rank in ranks)
+    assert [r["seq"] for r in job] == list(range(len(job)))
+    crossing = next(i for i, r in enumerate(job) if r["rank"] == 0)
+    assert {r["rank"] for r in job[:crossing]} == {1} and job[crossing:] == job[-1:]
+    assert job[-1]["event_id"] == collective["event_id"]
+    assert job[-1]["ns"] == collective["ns"] + SLOW_US * 1000
+    assert sum(r["ns"] for r in job if r["event_table"] == "cpu_ops"
+               and r["event_id"] == op["event_id"]) == op["ns"] + DELAY_US * 1000
+    assert "gpu_communication_wait" not in {r["bound_by"] for r in job}
+
+
+def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path):
+    """As above, but rank 1's step ends before its way into the collective, so no segment of
+    rank 1's leads there: the instance is matched all the same, and the job's path stays on
+    rank 0, its wait for rank 1 on it as gpu_communication_wait (DELAY_US), then the
+    transfer."""
+    base_ns, collective, _ = _late_rank(tracewh, sql, tmp_path, cut_short=True)
+    job = sql("SELECT seq, rank, bound_by, ns, start_ns, event_id FROM critical_path "
+              "WHERE run = 'job' ORDER BY seq")
+    assert {r["rank"] for r in job} == {0}
+    assert sum(r["ns"] for r in job) == base_ns + (DELAY_US + SLOW_US) * 1000
+    wait, transfer = job[-2:]
+    assert (wait["bound_by"], wait["ns"], wait["event_id"]) == \
+        ("gpu_communication_wait", DELAY_US * 1000, collective["event_id"])
+    assert (transfer["bound_by"], transfer["ns"], transfer["start_ns"]) == \
+        ("gpu_communication_bound", collective["ns"] + SLOW_US * 1000,
+         collective["start_ns"] + DELAY_US * 1000)
+    breakdown = {r["bound_by"]: r["ns"] for r in sql(
+        "SELECT bound_by, ns FROM critical_path_breakdown WHERE run = 'job'")}
+    assert breakdown["gpu_communication_wait"] == DELAY_US * 1000
+

@@ -273,3 +273,24 @@ def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tm
         "SELECT bound_by, ns FROM critical_path_breakdown WHERE run = 'job'")}
     assert breakdown["gpu_communication_wait"] == DELAY_US * 1000
 
+
+def test_diff_and_trend_say_which_class_of_which_rank_grew(tracewh, sql, tmp_path):
+    """`tracewh diff --by critical-path` keys each rank's path by class: rank 1, its host op
+    DELAY_US longer (_late_rank's rank 1 alone as run `late`), regressed by exactly that in
+    cpu_bound, its launch delay unchanged; `trend critical_path:cpu_bound` shows the growth."""
+    _late_rank(tracewh, sql, tmp_path)
+    tracewh("ingest", tmp_path / "rank1.json", "--run", "late")
+    report = json.loads(tracewh("diff", "base", "late", "--by", "critical-path",
+                                "--format", "json").stdout)
+    rows = {row["name"]: row for row in report["kernels"]}
+    assert rows["cpu_bound rank 1"]["delta_ns"] == DELAY_US * 1000
+    assert rows["cpu_bound rank 1"]["status"] == "regressed"
+    assert rows["gpu_kernel_launch_overhead rank 1"]["status"] == "unchanged"
+    assert report["by"] == "critical-path"
+    table = tracewh("diff", "base", "late", "--by", "critical-path").stdout
+    assert "critical path classes" in table and "cpu_bound rank 1" in table
+    trend = json.loads(tracewh("trend", "critical_path:cpu_bound", "--format", "json").stdout)
+    values = {row["run"]: row for row in trend}
+    assert values["late"]["value"] - values["base"]["value"] == DELAY_US * 1000
+    refused = tracewh("trend", "critical_path:nope", expect=2)
+    assert "critical_path:CLASS" in refused.stderr

@@ -294,3 +294,22 @@ def test_diff_and_trend_say_which_class_of_which_rank_grew(tracewh, sql, tmp_pat
     assert values["late"]["value"] - values["base"]["value"] == DELAY_US * 1000
     refused = tracewh("trend", "critical_path:nope", expect=2)
     assert "critical_path:CLASS" in refused.stderr
+
+
+def test_a_column_says_where_hta_classes_an_edge_otherwise(tracewh, sql, tmp_path):
+    """DLRM's rank 1 with its all-to-all kernel named as DeepEP's: tracewh's path counts it as
+    communication, HTA (`^nccl.*Kernel`) as compute, and hta_bound_by says so; the other
+    edges' classes are HTA's own."""
+    source = EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz"
+    document = load_reference(source)
+    events = document["traceEvents"]
+    collective = next(i for i, e in enumerate(events) if e.get("cat") == "kernel"
+                      and e["name"].startswith("ncclKernel_SendRecv"))
+    events[collective]["name"] = "void deep_ep::internode::dispatch<8>(int4*)"
+    (tmp_path / "deepep.json").write_text(json.dumps(document, default=str))
+    tracewh("ingest", tmp_path / "deepep.json", "--run", "r")
+    rows = sql("SELECT bound_by, hta_bound_by, event_id FROM rank_critical_path "
+               "WHERE bound_by <> hta_bound_by")
+    assert rows == [{"bound_by": "gpu_communication_bound",
+                     "hta_bound_by": "gpu_compute_bound", "event_id": collective}]
+    assert sql("SELECT count(*) AS n FROM rank_critical_path")[0]["n"] > 600

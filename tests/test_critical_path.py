@@ -13,7 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracewh.ingest.critical_path import BLOCKING, COLUMNS, _longest_path, path_table
+from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _best_edges, _longest_path, _walk,
+                                          path_table)
 
 from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 
@@ -106,17 +107,22 @@ def dags(draw):
     return size, edges
 
 
-def _reference_length(size, edges):
-    """The greatest length over every node, where a node's length is the best of its
-    incoming edges' (predecessor + weight), or 0 when that is negative or there is none:
-    computed by relaxing every edge `size` times (Bellman-Ford on a DAG)."""
+def _reference_lengths(size, edges):
+    """Each node's length: the best of its incoming edges' (predecessor + weight), or 0 when
+    that is negative or there is none, computed by relaxing every edge `size` times
+    (Bellman-Ford on a DAG)."""
     length = [0] * size
     for _ in range(size):
         best = [None] * size
         for a, b, w in edges:
             best[b] = max(best[b] if best[b] is not None else length[a] + w, length[a] + w)
         length = [max(0, value) if value is not None else 0 for value in best]
-    return max(length)
+    return length
+
+
+def _reference_length(size, edges):
+    """The greatest length over every node (see _reference_lengths)."""
+    return max(_reference_lengths(size, edges))
 
 
 @settings(max_examples=200, deadline=None)
@@ -131,6 +137,24 @@ def test_longest_path_equals_the_plain_reference(graph):
     path = _longest_path(size, src, dst, weight)
     assert all(dst[a] == src[b] for a, b in zip(path, path[1:]))
     assert sum(int(weight[e]) for e in path) == _reference_length(size, edges)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graph=dags())
+@example(graph=(3, [(0, 1, -5), (1, 2, 3)]))
+def test_the_way_into_every_node_is_its_longest(graph):
+    """The segments' walk: from each node back along its best incoming edges, a chain of
+    edges into the node whose length is the node's longest (the plain reference)."""
+    size, edges = graph
+    src = pa.array([a for a, _, _ in edges], pa.int64()).to_numpy()
+    dst = pa.array([b for _, b, _ in edges], pa.int64()).to_numpy()
+    weight = pa.array([w for _, _, w in edges], pa.int64()).to_numpy()
+    via, _ = _best_edges(size, src, dst, weight)
+    for node, length in enumerate(_reference_lengths(size, edges)):
+        way = _walk(via, src, node).tolist()
+        assert all(dst[a] == src[b] for a, b in zip(way, way[1:]))
+        assert not way or dst[way[-1]] == node
+        assert sum(int(weight[e]) for e in way) == length
 
 
 def test_job_path_of_several_ranks_and_the_command(tracewh, sql):

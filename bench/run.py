@@ -16,6 +16,8 @@
    and worker, and merges a table's parts when they hold under 65,536 rows).
    DeepSeek's traces hold no memory events, so `memory_peaks` is timed again (with
    `memory_events`) over 64 ranks of TraceLens's H100 trace scaled x64 (2.5M memory events).
+   Then tracewh's critical path of DeepSeek's train.json (graph, path and segments, as the
+   ingest computes them) beside HTA's critical_path_analysis of the same step (goal: 20x).
 3. Huge trace (several minutes; TRACEWH_BENCH_QUICK=1 skips it): a ~2 GB trace ingests with
    peak RSS under 2 GB, the file streamed, not held whole.
 0. Many runs (first, needs only the bundled example): warehouses of 10 and 1,000 runs of the
@@ -30,10 +32,11 @@ one; the refresh after one 8-rank run at most 0.3 s and 15% of the 254 MB ingest
 at least 20x the ingest's time.
 
 `bench/run.py SECTION...` runs only those sections, of: fleet, refresh, ingest, decode, scale,
-views, memory, huge (default: all). Generated files go to a temporary directory and are
+views, critpath, memory, huge (default: all). Generated files go to a temporary directory and are
 deleted. Needs ../shared (skips what needs it if absent).
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -97,12 +100,13 @@ PREVIOUS_INGEST = INGEST_WITH.format(entry="warehouse.cli")  # the package's nam
 # HTA's load of a trace directory, the figure its users wait for before any analysis.
 HTA_LOAD = ("from hta.trace_analysis import TraceAnalysis\n"
             "TraceAnalysis(trace_dir=sys.argv[1])")
-HTA_PACKAGE = "HolisticTraceAnalysis"
+# HTA 0.5.0's critical path analysis needs pandas < 2.2 and numpy < 2
+HTA_PACKAGE = ("HolisticTraceAnalysis==0.5.0", "pandas<2.2", "numpy<2")
 
 # The last release before Delta Lake storage (#10), whose ingest speed must be kept.
 PREVIOUS_RELEASE = "b0ea198"
 
-SECTIONS = ("fleet", "refresh", "ingest", "decode", "scale", "views", "memory", "huge")
+SECTIONS = ("fleet", "refresh", "ingest", "decode", "scale", "views", "critpath", "memory", "huge")
 # The figures of the bars, as the sections measure them: printed together by print_bars.
 BARS = {}
 
@@ -176,11 +180,11 @@ def hta_python():
     made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(environment)],
                           capture_output=True, text=True)
     if made.returncode == 0:
-        made = subprocess.run([str(python), "-m", "pip", "install", "--quiet", HTA_PACKAGE],
+        made = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *HTA_PACKAGE],
                               capture_output=True, text=True)
     if made.returncode != 0:
         problem = (made.stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"skipped HTA: {HTA_PACKAGE} cannot be installed ({problem})")
+        print(f"skipped HTA: {' '.join(HTA_PACKAGE)} cannot be installed ({problem})")
         return None
     (environment / ".installed").touch()
     return python
@@ -488,6 +492,39 @@ def print_bars():
         print(f"refresh after an 8-rank run   {b['refresh_s']:5.2f} s (goal <= 0.3){share}")
 
 
+def bench_critical_path(directory):
+    """tracewh's critical path of every step of DeepSeek's train.json (the graph and its
+    longest paths as the ingest computes them, from the trace's tables) beside HTA's
+    critical_path_analysis of the same step (bench/hta_critical_path.py, in HTA's
+    environment). The goal: 20x faster."""
+    from tracewh.ingest.critical_path import COLUMNS, path_table
+
+    warehouse = Path(directory) / "path-warehouse"
+    measure_ingest(TRAIN, warehouse)
+    connection = Warehouse(warehouse).connect(marts=False)
+    staged = {table: connection.sql(f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table()
+              for table, columns in COLUMNS.items()}
+    names = connection.sql("SELECT category, name_id, name FROM kernel_names").to_arrow_table()
+    seconds = []
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        rows = path_table(staged, "t", names)
+        seconds.append(time.perf_counter() - started)
+    print(f"\n== critical path of {TRAIN.name}, {rows.num_rows:,} rows (path and segments), "
+          f"best of {ROUNDS} ==\ntracewh (graph, path, segments)  {min(seconds):6.3f} s")
+    hta = hta_python()
+    if hta is None:
+        return
+    found = subprocess.run([str(hta), str(ROOT / "bench" / "hta_critical_path.py"), str(TRAIN)],
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        print(f"skipped HTA: its critical path failed ({found.stderr.strip()[-200:]})")
+        return
+    hta_seconds = sum(step["seconds"] for step in json.loads(found.stdout)["steps"])
+    print(f"HTA critical_path_analysis       {hta_seconds:6.3f} s: tracewh "
+          f"{hta_seconds / min(seconds):.0f}x faster (goal >= 20x)")
+
+
 def main(sections):
     sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
     compile_bytecode(*(ROOT / name for name in ("warehouse", "ingest", "sql")))
@@ -522,6 +559,8 @@ def main(sections):
         trace.unlink()
         if "scale" in sections:
             bench_scale(directory)
+        if "critpath" in sections:
+            bench_critical_path(directory)
         if "memory" in sections and WITH_MEMORY.exists():
             bench_memory(directory)
         if "huge" in sections and not os.environ.get("TRACEWH_BENCH_QUICK"):

@@ -34,7 +34,12 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   delay to the earlier work) and classified: launch delay gpu_kernel_launch_overhead,
   kernel-kernel delay gpu_kernel_kernel_overhead, host events cpu_bound, GPU work
   gpu_communication_bound when the default kernel rules class it communication, else
-  gpu_compute_bound. The zero-weight links (between top-level events) are not stored.
+  gpu_compute_bound. The zero-weight links (between top-level events) are not stored;
+- the segments (rows with `segment_of`, the communication kernel's event_index): for each
+  communication kernel of the window, the best path into its start (each node's best incoming
+  edge, walked back), back to and with the first communication kernel met. What the job's
+  path across ranks (the critical_path view) joins at a collective: the work of the rank
+  that arrived last, up to its arrival.
 
 Where tracewh differs from HTA, on purpose: communication is tracewh's class (DeepEP, RCCL,
 symmetric memory count; HTA matches `^nccl.*Kernel` only), times are integer ns (HTA rounds
@@ -99,12 +104,13 @@ def path_table(staged, trace_id, kernel_names):
         size = len(path["ns"])
         valid = pa.array(path.pop("valid"))
         columns = {"trace_id": pa.array([trace_id] * size, pa.string()),
-                   "step": pa.array([step] * size, pa.string()),
-                   "seq": pa.array(np.arange(size, dtype=np.int64))}
+                   "step": pa.array([step] * size, pa.string())}
         for name, values in path.items():
             column = pa.array(values, schema.field(name).type)
             if name == "event_index":  # NULL where the edge has no event (a launch delay)
                 column = pc.if_else(valid, column, pa.scalar(None, pa.int64()))
+            if name == "segment_of":  # NULL on the step's own path
+                column = pc.if_else(pc.equal(column, -1), pa.scalar(None, pa.int64()), column)
             columns[name] = column
         parts.append(pa.table(columns).select(schema.names).cast(schema))
     return pa.concat_tables(parts)
@@ -313,14 +319,28 @@ class _Graph:
             last[stream] = j
 
     def path(self):
-        """The path's edges in order, zero-weight links left out: {column: array} of
-        bound_by, ns, start_ns, end_ns, name, event_table, event_index."""
-        src, dst, kind, attributed = np.asarray(self.edges, np.int64).reshape(-1, 4).T
-        weight = np.where((kind == LINK) | (kind == WAIT), 0,
-                          self.times[dst] - self.times[src]) if len(src) else src
-        edges = np.asarray(_longest_path(self.size, src, dst, weight), np.int64)
-        edges = edges[kind[edges] != LINK]
-        event = attributed[edges]
+        """The path's edges in order, then each communication kernel's segment: {column:
+        array} of the rows' columns but trace_id, step and seq, and "valid" (the row has an
+        event); `seq` restarts at 0 with each segment."""
+        self.src, self.dst, self.kind, self.attributed = src, dst, kind, _ = np.asarray(
+            self.edges, np.int64).reshape(-1, 4).T
+        self.weight = np.where((kind == LINK) | (kind == WAIT), 0,
+                               self.times[dst] - self.times[src]) if len(src) else src
+        via, end = _best_edges(self.size, src, dst, self.weight)
+        parts = [(_walk(via, src, end), None)]
+        comm = (kind == SPAN) & (src >= self.base)
+        comm[comm] = self.work.classes[self.work_rows[(src[comm] - self.base) // 2]] \
+            == "gpu_communication_bound"
+        for node in src[comm].tolist():
+            parts.append((_walk(via, src, node, stop=comm), node))
+        rows = [self._rows(edges[kind[edges] != LINK], node) for edges, node in parts]
+        return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
+
+    def _rows(self, edges, segment_node):
+        """The rows of the path edges `edges` (indices, in order), of the segment into the
+        communication kernel whose start node is `segment_node` (None: the step's path)."""
+        src, dst, kind, weight = self.src, self.dst, self.kind, self.weight
+        event = self.attributed[edges]
         hosts = len(self.rows)
         on_host, on_gpu = (event >= 0) & (event < hosts), event >= hosts
         host_row = self.rows[np.where(on_host, event, 0)] if hosts else event
@@ -333,6 +353,8 @@ class _Graph:
             on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
         for code, label in KIND_CLASS.items():
             bound_by = np.where(kind[edges] == code, label, bound_by)
+        segment = None if segment_node is None else \
+            int(self.work.index[self.work_rows[(segment_node - self.base) // 2]])
         return {"bound_by": bound_by.astype(object), "ns": weight[edges],
                 "start_ns": self.times[src[edges]], "end_ns": self.times[dst[edges]],
                 "name": name,
@@ -342,28 +364,55 @@ class _Graph:
                 "event_index": np.where(on_host, self.host.index[host_row],
                                         self.work.index[work_row] if len(self.work_rows)
                                         else 0),
+                "segment_of": np.full(len(edges), -1 if segment is None else segment),
+                "seq": np.arange(len(edges), dtype=np.int64),
                 "valid": on_host | on_gpu}
+
+
+def _walk(via, src, node, stop=None):
+    """The edges (indices, in order) of the best path into `node` (`via`: each node's best
+    incoming edge, -1 for none), walked back to its start, or to and with the first edge
+    where `stop` is true."""
+    path = []
+    edge = via[node] if node >= 0 else -1
+    while edge >= 0:
+        path.append(edge)
+        if stop is not None and stop[edge]:
+            break
+        edge = via[int(src[edge])]
+    return np.asarray(path[::-1], np.int64)
 
 
 def _longest_path(size, src, dst, weight):
     """The edges (indices) of a longest path of the DAG of `size` nodes and edges src -> dst
-    of `weight` (int64 arrays), in order: by the native core when it is available (its
-    per-node loop in Python was ~1 s of the 254 MB trace's ingest), else by the reference."""
+    of `weight`, in order (see _best_edges)."""
+    if not len(src):
+        return []
+    via, end = _best_edges(size, src, dst, weight)
+    return _walk(via, src, end).tolist()
+
+
+def _best_edges(size, src, dst, weight):
+    """(each node's best incoming edge, -1 for none; the end node of a longest path) of the
+    DAG of `size` nodes and edges src -> dst of `weight` (int64 arrays): by the native core
+    when it is available (its per-node loop in Python was ~1 s of the 254 MB trace's
+    ingest), else by the reference."""
     if native_available():
         edges = [np.ascontiguousarray(values, np.int64).tobytes() for values in (src, dst, weight)]
-        return np.frombuffer(_decode.longest_path(size, *edges), np.int64)
-    return _longest_path_reference(size, src, dst, weight)
+        via, end = _decode.best_edges(size, *edges)
+        return np.frombuffer(via, np.int64), end
+    return _best_edges_reference(size, src, dst, weight)
 
 
-def _longest_path_reference(size, src, dst, weight):
-    """`_longest_path` in Python, the reference the native one is tested against: nodes in a
+def _best_edges_reference(size, src, dst, weight):
+    """`_best_edges` in Python, the reference the native one is tested against: nodes in a
     topological order (Kahn's, the ready nodes a stack), each taking its best incoming edge
     (the first of equal ones) unless its length would be negative; the path ends at the
     first node of greatest length. The graphs of _Graph have no cycle: host edges follow
     each thread's order, GPU edges the work's start order, and no edge leads from the GPU
     to the host."""
     if not len(src):
-        return []
+        return [-1] * size, -1
     order = np.argsort(src, kind="stable")
     first = np.searchsorted(src[order], np.arange(size + 1))
     out_dst, out_weight = dst[order].tolist(), weight[order].tolist()
@@ -387,8 +436,4 @@ def _longest_path_reference(size, src, dst, weight):
             pending[target] -= 1
             if not pending[target]:
                 ready.append(target)
-    path = []
-    while via[end] >= 0:
-        path.append(via[end])
-        end = int(src[via[end]])
-    return path[::-1]
+    return via, end

@@ -8,6 +8,8 @@
 --
 -- Columns:
 --   run, phase, rank    partition
+--   trace_id            the capture of the call
+--   event_index         the call's kernel event in its trace
 --   capture_group       the capture group of the run and phase
 --   process_group       process group of the call
 --   seq                 position of the call in its process group
@@ -19,7 +21,8 @@
 --   collective ... size_imbalance   the instance's, as collective_instances documents them
 CREATE OR REPLACE VIEW _collective_matches AS
 WITH calls AS NOT MATERIALIZED (
-  SELECT run, phase, rank, capture_group, process_group, seq, collective, algorithm,
+  SELECT run, phase, rank, trace_id, event_index, capture_group, process_group, seq,
+         collective, algorithm,
          protocol, dtype, group_size, msg_bytes, split_max, split_mean, start_ns, dur_ns,
          end_ns,
          max(start_ns) OVER (PARTITION BY run, phase, capture_group, process_group, seq)
@@ -29,8 +32,8 @@ WITH calls AS NOT MATERIALIZED (
   FROM _collective_kernels
 ),
 grouped AS NOT MATERIALIZED (
-  SELECT run, phase, rank, capture_group, process_group, seq, start_ns, dur_ns,
-         collective AS call_collective, msg_bytes AS call_msg_bytes,
+  SELECT run, phase, rank, trace_id, event_index, capture_group, process_group, seq,
+         start_ns, dur_ns, collective AS call_collective, msg_bytes AS call_msg_bytes,
          row_number() OVER (PARTITION BY run, phase, capture_group, process_group, seq
                             ORDER BY rank, start_ns) = 1 AS first_call,
          min(collective) OVER instance AS collective,
@@ -79,7 +82,8 @@ judged AS (
          END AS factor
   FROM grouped
 )
-SELECT run, phase, rank, capture_group, process_group, seq, first_call, call_collective,
+SELECT run, phase, rank, trace_id, event_index, capture_group, process_group, seq,
+       first_call, call_collective,
        call_msg_bytes, start_ns, dur_ns, collective, algorithm, protocol, dtype, group_size,
        ranks,
        CASE WHEN group_size > ranks THEN group_size - ranks ELSE 0 END AS missing_ranks,

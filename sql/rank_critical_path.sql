@@ -9,6 +9,9 @@
 -- Communication is tracewh's class under the default kernel rules (HTA's: `^nccl.*Kernel`
 -- only). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
 --
+-- The table also holds each communication kernel's segment (`segment_of`, what the job's
+-- path across ranks joins: see critical_path); this view keeps the step's path only.
+--
 -- Reads: critical_path_edges
 --
 -- Columns:
@@ -23,7 +26,15 @@
 --   name               the event the edge is attributed to (NULL for a launch delay)
 --   event_table        its table: cpu_ops, runtime or kernels
 --   event_id           its event_index in that table
+--   hta_bound_by       the class HTA 0.5 gives the edge where it differs from bound_by:
+--                      gpu_compute_bound for a kernel tracewh counts as communication whose
+--                      name HTA does not (`^nccl.*Kernel`: DeepEP, RCCL, symmetric memory);
+--                      else bound_by
 CREATE OR REPLACE VIEW rank_critical_path AS
 SELECT run, phase, rank, step, seq, bound_by, ns, start_ns, end_ns, name, event_table,
-       event_index AS event_id
-FROM critical_path_edges;
+       event_index AS event_id,
+       CASE WHEN bound_by = 'gpu_communication_bound'
+             AND NOT regexp_matches(name, '^nccl.*Kernel') THEN 'gpu_compute_bound'
+            ELSE bound_by END AS hta_bound_by
+FROM critical_path_edges
+WHERE segment_of IS NULL;

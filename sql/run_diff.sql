@@ -17,14 +17,17 @@
 -- activity), 'collective' (communication kernels as their collective, process group and
 -- power-of-two size bucket, `all_to_all group 0 16-32 KiB` holding 16384 to 32767 bytes, so
 -- that all-to-all-v calls whose sizes vary a little from step to step stay one row; from
--- collective_waits) or 'collective_exact' (the exact size: `all_reduce group 0 8196000 B`);
--- rank may be NULL (all). When both sides
+-- collective_waits), 'collective_exact' (the exact size: `all_reduce group 0 8196000 B`) or
+-- 'critical_path' (each rank's critical path by class, `gpu_compute_bound rank 3`, one
+-- execution per step, from rank_critical_path_breakdown: which class of which rank's path
+-- grew); rank may be NULL (all). When both sides
 -- have the same number of (phase, rank) pairs, count and total are sums over ranks;
 -- otherwise per-rank medians (a rank without the kernel counts as 0; a kernel whose median
 -- count is 0 on both sides, run by few ranks, is left out). mean/p50/p90 are over all the
 -- kernel's executions.
 --
--- Reads: kernel_classes, collective_waits, op_calls, op_kernels, traces
+-- Reads: kernel_classes, collective_waits, op_calls, op_kernels, rank_critical_path_breakdown,
+--   traces
 -- Parameters: base VARCHAR, new VARCHAR, threshold_pct DOUBLE, min_ns BIGINT,
 --   key_by VARCHAR, phase_filter VARCHAR, rank_filter INTEGER, base_phase VARCHAR,
 --   new_phase VARCHAR
@@ -85,7 +88,7 @@ chosen AS (
              AS key,
            class, dur_ns, CAST(NULL AS DOUBLE) AS busbw_gbps, CAST(NULL AS DOUBLE) AS algbw_gbps
     FROM kernel_classes
-    WHERE key_by NOT IN ('op', 'collective', 'collective_exact')
+    WHERE key_by NOT IN ('op', 'collective', 'collective_exact', 'critical_path')
       AND category <> 'gpu_user_annotation' AND dur_ns IS NOT NULL
     UNION ALL
     SELECT run, phase, rank,
@@ -115,6 +118,11 @@ chosen AS (
     SELECT run, phase, rank, '(no op)' AS key, class, dur_ns, NULL, NULL
     FROM op_kernels
     WHERE key_by = 'op' AND op_event_index IS NULL AND dur_ns IS NOT NULL
+    UNION ALL
+    SELECT run, phase, rank, bound_by || ' rank ' || CAST(rank AS VARCHAR) AS key,
+           bound_by AS class, ns AS dur_ns, NULL, NULL
+    FROM rank_critical_path_breakdown
+    WHERE key_by = 'critical_path'
   ) AS k
   JOIN side_ranks AS r ON r.run = k.run AND r.phase = k.phase AND r.rank = k.rank
 ),

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _longest_path,
-                                          _longest_path_reference, path_table)
+from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _best_edges, _best_edges_reference,
+                                          _longest_path, _walk, path_table)
 from tracewh.ingest.decoder import native_available
 
 from .conftest import EXAMPLES, SHARED, connect, load_reference, require
@@ -51,6 +51,7 @@ def test_rank_breakdown_agrees_with_hta(case, tracewh, sql, warehouse):
         for table, columns in COLUMNS.items()}
     names = connection.sql("SELECT category, name_id, name FROM kernel_names").to_arrow_table()
     rows = path_table(staged, "t", names)
+    rows = rows.filter(pc.is_null(rows["segment_of"]))  # the step's path, not the segments
     assert set(rows["step"].to_pylist()) == {step}
     assert _breakdown_us(rows["bound_by"].to_pylist(), rows["ns"].to_pylist()) == \
         reference["breakdown_us"]
@@ -108,17 +109,22 @@ def dags(draw):
     return size, edges
 
 
-def _reference_length(size, edges):
-    """The greatest length over every node, where a node's length is the best of its
-    incoming edges' (predecessor + weight), or 0 when that is negative or there is none:
-    computed by relaxing every edge `size` times (Bellman-Ford on a DAG)."""
+def _reference_lengths(size, edges):
+    """Each node's length: the best of its incoming edges' (predecessor + weight), or 0 when
+    that is negative or there is none, computed by relaxing every edge `size` times
+    (Bellman-Ford on a DAG)."""
     length = [0] * size
     for _ in range(size):
         best = [None] * size
         for a, b, w in edges:
             best[b] = max(best[b] if best[b] is not None else length[a] + w, length[a] + w)
         length = [max(0, value) if value is not None else 0 for value in best]
-    return max(length)
+    return length
+
+
+def _reference_length(size, edges):
+    """The greatest length over every node (see _reference_lengths)."""
+    return max(_reference_lengths(size, edges))
 
 
 @settings(max_examples=200, deadline=None)
@@ -139,24 +145,42 @@ def test_longest_path_equals_the_plain_reference(graph):
 @given(graph=dags(), spread=st.integers(0, 2**40))
 @example(graph=(3, [(0, 1, -5), (1, 2, 3)]), spread=0)
 @example(graph=(4, [(0, 1, 7), (0, 2, 7), (1, 3, 0), (2, 3, 0)]), spread=0)  # equal paths
-def test_native_longest_path_is_the_reference_edge_for_edge(graph, spread):
-    """The native core's longest path takes the same edges as the Python reference, ties and
-    fresh starts included (the edges' events become the stored path), with weights up to
-    2^40 ns."""
+def test_native_best_edges_are_the_reference_edge_for_edge(graph, spread):
+    """The native core takes the same best edge into every node as the Python reference, and
+    ends the longest path at the same node, ties and fresh starts included (the edges' events
+    become the stored path and segments), with weights up to 2^40 ns."""
     if not native_available():
         pytest.skip("the native core is not built")
     size, edges = graph
     src, dst = (np.array([edge[i] for edge in edges], np.int64) for i in (0, 1))
     weight = np.array([w * spread if w > 15 else w for _, _, w in edges], np.int64)
-    assert _longest_path(size, src, dst, weight).tolist() == \
-        _longest_path_reference(size, src, dst, weight)
+    via, end = _best_edges(size, src, dst, weight)
+    assert (list(via), end) == _best_edges_reference(size, src, dst, weight)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graph=dags())
+@example(graph=(3, [(0, 1, -5), (1, 2, 3)]))
+def test_the_way_into_every_node_is_its_longest(graph):
+    """The segments' walk: from each node back along its best incoming edges, a chain of
+    edges into the node whose length is the node's longest (the plain reference)."""
+    size, edges = graph
+    src = pa.array([a for a, _, _ in edges], pa.int64()).to_numpy()
+    dst = pa.array([b for _, b, _ in edges], pa.int64()).to_numpy()
+    weight = pa.array([w for _, _, w in edges], pa.int64()).to_numpy()
+    via, _ = _best_edges(size, src, dst, weight)
+    for node, length in enumerate(_reference_lengths(size, edges)):
+        way = _walk(via, src, node).tolist()
+        assert all(dst[a] == src[b] for a, b in zip(way, way[1:]))
+        assert not way or dst[way[-1]] == node
+        assert sum(int(weight[e]) for e in way) == length
 
 
 def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
-    """Over DLRM's 8 ranks the job's path is the path of the rank that is the longest once
-    the time it waited in matched collectives is left out: rank 0's, though rank 1's own path
-    is longer, most of it waits. `tracewh critical-path` prints its breakdown and its longest
-    events, or one rank's."""
+    """Over DLRM's 8 ranks the job's path is rank 0's (no collective on it): rank 1's own path
+    is longer, but most of it waits in a collective, and walked through the rank that arrived
+    last there it is shorter; no rank's path less its waits is longer than rank 0's.
+    `tracewh critical-path` prints its breakdown and its longest events, or one rank's."""
     tracewh("ingest", EXAMPLES, "--run", "dlrm")
     paths = sql("SELECT rank, seq, start_ns, end_ns, ns, bound_by FROM rank_critical_path")
     waits = {(w["rank"], w["start_ns"], w["start_ns"] + w["dur_ns"]): w["wait_ns"] for w in sql(
@@ -186,6 +210,7 @@ def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
 
 
 DELAY_US = 3000
+SLOW_US = 500
 
 
 def _shifted(events, grown, delay_us):
@@ -208,31 +233,126 @@ def _shifted(events, grown, delay_us):
             event["dur"] += delay_us
 
 
-def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
-    """Two ranks made from DLRM's rank 0: rank 1 spends DELAY_US more in an op of its path
-    before a collective, and rank 0's copy of that collective lasts DELAY_US longer (it waited
-    for rank 1). The job's path is rank 1's, DELAY_US longer than the rank's own path was;
-    rank 0's path grew too, by the wait, which the job's path does not take."""
-    source = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
+def _late_rank(tracewh, sql, tmp_path, cut_short=False):
+    """Ingest DLRM's rank 1 as run `base` and two ranks made from it as run `job`: rank 1
+    spends DELAY_US more in the host op that takes the most of its way into the all-to-all on
+    its path (ended before the collective started), so it arrives DELAY_US late, and rank 0's
+    copy of the collective lasts DELAY_US (its wait) + SLOW_US (a slower transfer) longer;
+    with `cut_short`, rank 1's step ends as that op starts, so the step holds no way of rank
+    1's into the collective. (base path ns, the
+    collective's path row, the op's event_id and ns on the way into it)."""
+    source = EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz"
     tracewh("ingest", source, "--run", "base")
     base_ns = sql("SELECT sum(ns) AS ns FROM rank_critical_path")[0]["ns"]
-    # The host op the base path spends the most time in, and the first collective after it.
-    op = sql("SELECT event_id, end_ns FROM rank_critical_path WHERE event_table = 'cpu_ops' "
-             "GROUP BY ALL ORDER BY sum(ns) DESC, event_id LIMIT 1")[0]
-    collective = sql(f"SELECT k.event_index FROM kernels AS k JOIN collective_waits AS w "
-                     f"ON w.start_ns = k.ts_ns WHERE k.ts_ns >= {op['end_ns']} "
-                     f"ORDER BY k.ts_ns LIMIT 1")[0]["event_index"]
+    collective = sql("SELECT event_id, start_ns, ns FROM rank_critical_path "
+                     "WHERE bound_by = 'gpu_communication_bound' ORDER BY ns DESC LIMIT 1")[0]
+    op = sql(f"SELECT p.event_index AS event_id, sum(p.ns) AS ns FROM critical_path_edges AS p "
+             f"JOIN cpu_ops AS o ON o.event_index = p.event_index "
+             f"WHERE p.segment_of = {collective['event_id']} AND p.event_table = 'cpu_ops' "
+             f"AND o.ts_ns + o.dur_ns < {collective['start_ns']} "
+             f"GROUP BY ALL ORDER BY ns DESC, event_id LIMIT 1")[0]
     for rank in (0, 1):
         document = load_reference(source)
         document["distributedInfo"].update(rank=rank, world_size=2)
         events = document["traceEvents"]
-        _shifted(events, op["event_id"] if rank == 1 else collective, DELAY_US)
+        if rank == 1:
+            _shifted(events, op["event_id"], DELAY_US)
+            if cut_short:
+                step = next(e for e in events if e.get("name", "").startswith("ProfilerStep#"))
+                step["dur"] = events[op["event_id"]]["ts"] - step["ts"]
+        else:
+            _shifted(events, collective["event_id"], DELAY_US + SLOW_US)
         (tmp_path / f"rank{rank}.json").write_text(json.dumps(document, default=str))
     tracewh("ingest", tmp_path / "rank0.json", tmp_path / "rank1.json", "--run", "job")
+    return base_ns, collective, op
+
+
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+    """Two ranks made from DLRM's rank 1 (_late_rank): the job's path crosses at the
+    collective: rank 1's work up to its arrival, the delayed op DELAY_US longer on it, then
+    rank 0's transfer after the last arrival (SLOW_US longer), no wait; DELAY_US + SLOW_US
+    longer than the rank's path was, longer than either rank's path less its waits (what a
+    path kept on one rank could say)."""
+    base_ns, collective, op = _late_rank(tracewh, sql, tmp_path)
+    grown = (DELAY_US + SLOW_US) * 1000
     ranks = {r["rank"]: r["ns"] for r in sql(
         "SELECT rank, sum(ns) AS ns FROM rank_critical_path WHERE run = 'job' GROUP BY rank")}
-    assert ranks[1] == base_ns + DELAY_US * 1000
-    job = sql("SELECT rank, bound_by, ns FROM critical_path WHERE run = 'job'")
-    assert {r["rank"] for r in job} == {1}
-    assert sum(r["ns"] for r in job) == base_ns + DELAY_US * 1000
-    assert not [r for r in job if r["bound_by"] == "gpu_communication_wait"]
+    assert ranks == {0: base_ns + grown, 1: base_ns + DELAY_US * 1000}
+    waits = {r["rank"]: r["wait_ns"] for r in sql(
+        f"SELECT rank, wait_ns FROM collective_waits WHERE run = 'job' AND matched "
+        f"AND start_ns IN ({collective['start_ns']}, {collective['start_ns'] + DELAY_US * 1000})")}
+    assert waits == {0: DELAY_US * 1000, 1: 0}
+    job = sql("SELECT seq, rank, bound_by, ns, event_table, event_id FROM critical_path "
+              "WHERE run = 'job' ORDER BY seq")
+    assert sum(r["ns"] for r in job) == base_ns + grown > max(
+        ranks[rank] - waits[rank] for rank in ranks)
+    assert [r["seq"] for r in job] == list(range(len(job)))
+    crossing = next(i for i, r in enumerate(job) if r["rank"] == 0)
+    assert {r["rank"] for r in job[:crossing]} == {1} and job[crossing:] == job[-1:]
+    assert job[-1]["event_id"] == collective["event_id"]
+    assert job[-1]["ns"] == collective["ns"] + SLOW_US * 1000
+    assert sum(r["ns"] for r in job if r["event_table"] == "cpu_ops"
+               and r["event_id"] == op["event_id"]) == op["ns"] + DELAY_US * 1000
+    assert "gpu_communication_wait" not in {r["bound_by"] for r in job}
+
+
+def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path):
+    """As above, but rank 1's step ends before its way into the collective, so no segment of
+    rank 1's leads there: the instance is matched all the same, and the job's path stays on
+    rank 0, its wait for rank 1 on it as gpu_communication_wait (DELAY_US), then the
+    transfer."""
+    base_ns, collective, _ = _late_rank(tracewh, sql, tmp_path, cut_short=True)
+    job = sql("SELECT seq, rank, bound_by, ns, start_ns, event_id FROM critical_path "
+              "WHERE run = 'job' ORDER BY seq")
+    assert {r["rank"] for r in job} == {0}
+    assert sum(r["ns"] for r in job) == base_ns + (DELAY_US + SLOW_US) * 1000
+    wait, transfer = job[-2:]
+    assert (wait["bound_by"], wait["ns"], wait["event_id"]) == \
+        ("gpu_communication_wait", DELAY_US * 1000, collective["event_id"])
+    assert (transfer["bound_by"], transfer["ns"], transfer["start_ns"]) == \
+        ("gpu_communication_bound", collective["ns"] + SLOW_US * 1000,
+         collective["start_ns"] + DELAY_US * 1000)
+    breakdown = {r["bound_by"]: r["ns"] for r in sql(
+        "SELECT bound_by, ns FROM critical_path_breakdown WHERE run = 'job'")}
+    assert breakdown["gpu_communication_wait"] == DELAY_US * 1000
+
+
+def test_diff_and_trend_say_which_class_of_which_rank_grew(tracewh, sql, tmp_path):
+    """`tracewh diff --by critical-path` keys each rank's path by class: rank 1, its host op
+    DELAY_US longer (_late_rank's rank 1 alone as run `late`), regressed by exactly that in
+    cpu_bound, its launch delay unchanged; `trend critical_path:cpu_bound` shows the growth."""
+    _late_rank(tracewh, sql, tmp_path)
+    tracewh("ingest", tmp_path / "rank1.json", "--run", "late")
+    report = json.loads(tracewh("diff", "base", "late", "--by", "critical-path",
+                                "--format", "json").stdout)
+    rows = {row["name"]: row for row in report["kernels"]}
+    assert rows["cpu_bound rank 1"]["delta_ns"] == DELAY_US * 1000
+    assert rows["cpu_bound rank 1"]["status"] == "regressed"
+    assert rows["gpu_kernel_launch_overhead rank 1"]["status"] == "unchanged"
+    assert report["by"] == "critical-path"
+    table = tracewh("diff", "base", "late", "--by", "critical-path").stdout
+    assert "critical path classes" in table and "cpu_bound rank 1" in table
+    trend = json.loads(tracewh("trend", "critical_path:cpu_bound", "--format", "json").stdout)
+    values = {row["run"]: row for row in trend}
+    assert values["late"]["value"] - values["base"]["value"] == DELAY_US * 1000
+    refused = tracewh("trend", "critical_path:nope", expect=2)
+    assert "critical_path:CLASS" in refused.stderr
+
+
+def test_a_column_says_where_hta_classes_an_edge_otherwise(tracewh, sql, tmp_path):
+    """DLRM's rank 1 with its all-to-all kernel named as DeepEP's: tracewh's path counts it as
+    communication, HTA (`^nccl.*Kernel`) as compute, and hta_bound_by says so; the other
+    edges' classes are HTA's own."""
+    source = EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz"
+    document = load_reference(source)
+    events = document["traceEvents"]
+    collective = next(i for i, e in enumerate(events) if e.get("cat") == "kernel"
+                      and e["name"].startswith("ncclKernel_SendRecv"))
+    events[collective]["name"] = "void deep_ep::internode::dispatch<8>(int4*)"
+    (tmp_path / "deepep.json").write_text(json.dumps(document, default=str))
+    tracewh("ingest", tmp_path / "deepep.json", "--run", "r")
+    rows = sql("SELECT bound_by, hta_bound_by, event_id FROM rank_critical_path "
+               "WHERE bound_by <> hta_bound_by")
+    assert rows == [{"bound_by": "gpu_communication_bound",
+                     "hta_bound_by": "gpu_compute_bound", "event_id": collective}]
+    assert sql("SELECT count(*) AS n FROM rank_critical_path")[0]["n"] > 600

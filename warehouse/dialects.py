@@ -193,8 +193,8 @@ def _values(rows, string):
 # and stream_queue with its summary (one query ran over 6 minutes there); and step_bottleneck,
 # whose live measure reads its rank restriction in several places (4 GB ran out of heap while
 # planning it over the test warehouse); and the critical path's views (critical_path reads the
-# collective matching through collective_waits; the Spark test of the three job-path views
-# failed and ran for minutes each over the test warehouse).
+# collective matching and walks the ranks' paths with a recursive query; the Spark test of
+# the three job-path views failed and ran for minutes each over the test warehouse).
 SPARK_OMITS_READERS_OF = ("_host_layers", "run_metrics", "stream_queue", "step_bottleneck",
                           "rank_critical_path")
 

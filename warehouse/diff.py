@@ -14,7 +14,7 @@ from .names import check_phase
 from .scope import check_scope, rank_ranges
 from .statements import run_query
 
-KEYS = ("name", "short_name", "class", "op", "collective")
+KEYS = ("name", "short_name", "class", "op", "collective", "critical-path")
 COLLECTIVE_SIZES = ("pow2", "exact")
 TABLE_ROWS = 25
 
@@ -54,7 +54,7 @@ def _key_by(options):
                          f"{' or '.join(COLLECTIVE_SIZES)}")
     if options.by == "collective" and options.collective_size == "exact":
         return "collective_exact"
-    return options.by
+    return options.by.replace("-", "_")
 
 
 def side_runs(*sides):
@@ -230,8 +230,10 @@ def _metric_rows(records, units):
 
 
 def _noun(report):
-    """What the rows compare: operators with --by op, else kernels."""
-    return "operators" if report["by"] == "op" else "kernels"
+    """What the rows compare: operators with --by op, critical path classes with --by
+    critical-path, else kernels."""
+    return {"op": "operators", "critical-path": "critical path classes"}.get(report["by"],
+                                                                          "kernels")
 
 
 def _sides(report):

@@ -247,6 +247,10 @@ TABLES = {
                   _c("event_table", STR, "that event's table: cpu_ops, runtime or kernels; "
                      "NULL for a launch delay"),
                   _c("event_index", I64, "that event's event_index in its table"),
+                  _c("segment_of", I64, "NULL on the step's path; else the event_index "
+                     "(kernels) of the communication kernel whose segment the row is on: "
+                     "the trace's longest path into its start, back to and with the previous "
+                     "communication kernel on it (what the job's path across ranks joins)"),
               )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (

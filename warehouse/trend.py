@@ -19,7 +19,10 @@ ALGBW = ("SELECT run, phase, rank, "
          "FROM collective_waits WHERE rank_algbw_gbps IS NOT NULL GROUP BY run, phase, rank")
 # What `trend` reads: a connection for it lists these tables' files only.
 TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls",
-               "collective_waits")
+               "collective_waits", "rank_critical_path_breakdown")
+# The classes of the critical path (rank_critical_path_breakdown.bound_by) trend can follow.
+PATH_CLASSES = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
+                "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead")
 
 
 def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
@@ -36,6 +39,12 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         source = ("SELECT run, phase, rank, CAST(sum(gpu_self_ns) AS DOUBLE) AS value "
                   "FROM op_calls WHERE name = ? GROUP BY run, phase, rank")
         params = [metric[len("op:"):]]
+    elif metric.startswith("critical_path:") and metric[len("critical_path:"):] in PATH_CLASSES:
+        # the rank's own path's time in the class, over the steps of its captures
+        source = ("SELECT run, phase, rank, CAST(sum(ns) AS DOUBLE) AS value "
+                  "FROM rank_critical_path_breakdown WHERE bound_by = ? "
+                  "GROUP BY run, phase, rank")
+        params = [metric[len("critical_path:"):]]
     elif metric in METRICS:
         source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"
         params = [metric]
@@ -44,6 +53,8 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
     else:
         raise UsageError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}, "
                          "algbw_gbps, "
+                         f"critical_path:CLASS (CLASS one of {', '.join(PATH_CLASSES)}: the "
+                         "time of each rank's critical path in it), "
                          "kernel:NAME (a kernel's total time, by full or short name) or "
                          "op:NAME (an operator's self GPU time)")
     sort_key = "NULL"

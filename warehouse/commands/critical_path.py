@@ -23,8 +23,8 @@ def critical_path(warehouse, run, phase, step, rank, top, fmt):
     events that took the longest on it.
 
     The path is HTA's per rank (see the rank_critical_path view); for a run of several ranks
-    the job's path is the path of the rank the others waited for (see critical_path), its
-    waits in collectives as gpu_communication_wait. json holds both tables as
+    the job's path joins the ranks at each matched collective, where it goes to the rank
+    that arrived last (see critical_path). json holds both tables as
     {"breakdown": [...], "segments": [...]}.
 
     \b

@@ -27,7 +27,9 @@ from .options import (RULES_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_op
                    "time, what it launched itself; '(no op)' for the rest), or collectives by "
                    "kind, process group and size (see --collective-size), with each side's "
                    "median bus bandwidth (every rank of the group needed) and algorithm "
-                   "bandwidth from each rank's own durations (algbw_gbps).")
+                   "bandwidth from each rank's own durations (algbw_gbps), or each rank's "
+                   "critical path by class (critical-path: 'gpu_compute_bound rank 3', its "
+                   "time over the steps).")
 @click.option("--collective-size", type=click.Choice(COLLECTIVE_SIZES), default="pow2",
               show_default=True,
               help="With --by collective: key a collective's size by its power-of-two bucket "
@@ -68,6 +70,7 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_si
     Nightly gate:
       tracewh diff nightly-1128 nightly-1129 --fail-on-regression --format markdown > diff.md
       tracewh diff nightly-1128 nightly-1129 --by op     # "aten::mm +25%"
+      tracewh diff nightly-1128 nightly-1129 --by critical-path
     Prefill against decode of one run:
       tracewh diff infer:prefill infer:decode
     """

@@ -25,7 +25,8 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units)
     METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
     bandwidth of the collectives: every rank of a group needed), algbw_gbps (mean algorithm
     bandwidth from each rank's own durations, what one rank of a group allows),
-    collective_wait_ns (time ranks waited for the last one),
+    collective_wait_ns (time ranks waited for the last one), critical_path:CLASS (the time of
+    each rank's critical path in a class: cpu_bound, gpu_compute_bound, ...),
     kernel:NAME (a kernel's total time, by full or short name) or op:NAME (an operator's self
     GPU time: the GPU activity its calls launched themselves, view op_stats). One row per run
     and phase: the median over ranks, its change from the previous run of the phase (delta,
@@ -37,6 +38,7 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units)
       tracewh trend overlap_ratio --last 30
       tracewh trend kernel:ncclDevKernel_AllReduce_Sum_f32_RING_LL --order-by-tag date
       tracewh trend op:aten::mm --last 14
+      tracewh trend critical_path:gpu_compute_bound --last 14
     """
     tag = parse_tag(tag) if tag else None
     columns, rows = warehouse.trend_rows(metric, last=last, tag=tag, order_by_tag=order_by_tag,

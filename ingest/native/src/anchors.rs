@@ -11,8 +11,18 @@ const LITERALS: [&[u8]; 11] = [
 
 /// The secret words that end a name (`_WORD`), but those ending in `key` or `keys`.
 const WORDS: [&[u8]; 12] = [
-    b"token", b"secret", b"secrets", b"passwd", b"passwds", b"password", b"passwords",
-    b"passphrase", b"credential", b"credentials", b"auth", b"authorization",
+    b"token",
+    b"secret",
+    b"secrets",
+    b"passwd",
+    b"passwds",
+    b"password",
+    b"passwords",
+    b"passphrase",
+    b"credential",
+    b"credentials",
+    b"auth",
+    b"authorization",
 ];
 /// What comes before `key`/`keys` (and an optional `_` or `-`) in a secret word.
 const KEY_PREFIXES: [&[u8]; 4] = [b"api", b"private", b"access", b"secret"];
@@ -34,7 +44,10 @@ fn ends_with_word(text: &[u8]) -> bool {
                 _ => before,
             };
             for candidate in [before, separated] {
-                if KEY_PREFIXES.iter().any(|prefix| ends_with_folded(candidate, prefix)) {
+                if KEY_PREFIXES
+                    .iter()
+                    .any(|prefix| ends_with_folded(candidate, prefix))
+                {
                     return true;
                 }
             }
@@ -47,7 +60,10 @@ fn ends_with_word(text: &[u8]) -> bool {
 pub fn has_anchor(data: &[u8]) -> bool {
     for (at, &byte) in data.iter().enumerate() {
         let rest = &data[at..];
-        if LITERALS.iter().any(|literal| literal[0] == byte && rest.starts_with(literal)) {
+        if LITERALS
+            .iter()
+            .any(|literal| literal[0] == byte && rest.starts_with(literal))
+        {
             return true;
         }
         if byte == b':' {

@@ -1,19 +1,28 @@
-//! The longest path of a step's critical-path graph: `_longest_path` of
+//! The longest paths of a step's critical-path graph: `_best_edges_reference` of
 //! ingest/critical_path.py, the Python reference it is tested against, step for step (the
 //! same topological order, the same ties), as the per-node loop costs ~1 s of the 254 MB
 //! trace's ingest in Python.
 
-/// The edges (indices) of a longest path of the DAG of `size` nodes and edges
-/// `src[e] -> dst[e]` of `weight[e]`, in order; None when an edge names no node.
-pub fn longest_path(size: usize, src: &[i64], dst: &[i64], weight: &[i64]) -> Option<Vec<i64>> {
+/// Each node's best incoming edge (-1 for none) and the end node of a longest path (-1 for
+/// none) of the DAG of `size` nodes and edges `src[e] -> dst[e]` of `weight[e]`; None when an
+/// edge names no node. Walking `via` back from any node gives the longest path into it.
+pub fn best_edges(
+    size: usize,
+    src: &[i64],
+    dst: &[i64],
+    weight: &[i64],
+) -> Option<(Vec<i64>, i64)> {
     let node = |value: i64| usize::try_from(value).ok().filter(|&n| n < size);
     let (mut sources, mut targets) = (Vec::with_capacity(src.len()), Vec::with_capacity(src.len()));
     for (&s, &d) in src.iter().zip(dst) {
         sources.push(node(s)?);
         targets.push(node(d)?);
     }
-    if sources.is_empty() || sources.len() != weight.len() {
-        return (sources.len() == weight.len()).then(Vec::new);
+    if sources.len() != weight.len() {
+        return None;
+    }
+    if sources.is_empty() {
+        return Some((vec![-1; size], -1));
     }
     // Edges grouped by source in their own order (a stable sort by source).
     let mut first = vec![0usize; size + 1];
@@ -37,7 +46,8 @@ pub fn longest_path(size: usize, src: &[i64], dst: &[i64], weight: &[i64]) -> Op
     let mut ready: Vec<usize> = (0..size).filter(|&n| pending[n] == 0).collect();
     let (mut end, mut longest) = (None, -1i128);
     while let Some(n) = ready.pop() {
-        if length[n].is_none_or(|l| l < 0) {  // no predecessor, or a fresh start
+        if length[n].is_none_or(|l| l < 0) {
+            // no predecessor, or a fresh start
             length[n] = Some(0);
             via[n] = usize::MAX;
         }
@@ -59,16 +69,8 @@ pub fn longest_path(size: usize, src: &[i64], dst: &[i64], weight: &[i64]) -> Op
             }
         }
     }
-    let mut path = Vec::new();
-    let mut at = end;
-    while let Some(n) = at {
-        let edge = via[n];
-        if edge == usize::MAX {
-            break;
-        }
-        path.push(edge as i64);
-        at = Some(sources[edge]);
-    }
-    path.reverse();
-    Some(path)
+    let via = via
+        .into_iter()
+        .map(|edge| if edge == usize::MAX { -1 } else { edge as i64 });
+    Some((via.collect(), end.map_or(-1, |n| n as i64)))
 }

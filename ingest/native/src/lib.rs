@@ -2,7 +2,7 @@
 //! byte of a trace's events, in Rust. `decode_events(data)` reads a JSON array of events with
 //! the GIL released and returns their columns as Arrow buffers (see `decode`), or None when
 //! the chunk holds something only the Python reference decoder reproduces exactly.
-//! `longest_path` is the one loop of the critical path measured at ingest (see `graph`), and
+//! `best_edges` is the one loop of the critical path measured at ingest (see `graph`), and
 //! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`).
 
 mod anchors;
@@ -92,26 +92,30 @@ fn decode_events<'py>(
 
 /// The native-endian i64 values of `data` (a numpy int64 array's bytes).
 fn int64s(data: &[u8]) -> Vec<i64> {
-    data.chunks_exact(8).map(|b| i64::from_ne_bytes(b.try_into().unwrap_or_default())).collect()
+    data.chunks_exact(8)
+        .map(|b| i64::from_ne_bytes(b.try_into().unwrap_or_default()))
+        .collect()
 }
 
-/// The edges of a longest path (int64 bytes) of the graph of `size` nodes and edges
-/// src -> dst of weight (each int64 bytes), as ingest/critical_path.py's `_longest_path`.
+/// (each node's best incoming edge as int64 bytes, -1 for none; the end node of a longest
+/// path) of the graph of `size` nodes and edges src -> dst of weight (each int64 bytes), as
+/// ingest/critical_path.py's `_best_edges_reference`.
 #[pyfunction]
-fn longest_path<'py>(
+fn best_edges<'py>(
     py: Python<'py>,
     size: usize,
     src: &Bound<'py, PyBytes>,
     dst: &Bound<'py, PyBytes>,
     weight: &Bound<'py, PyBytes>,
-) -> PyResult<Bound<'py, PyBytes>> {
+) -> PyResult<(Bound<'py, PyBytes>, i64)> {
     let (src, dst, weight) = (src.as_bytes(), dst.as_bytes(), weight.as_bytes());
-    let path = py.allow_threads(|| {
-        graph::longest_path(size, &int64s(src), &int64s(dst), &int64s(weight))
-    });
-    match path {
-        Some(path) => Ok(PyBytes::new(py, raw_bytes(&path))),
-        None => Err(pyo3::exceptions::PyValueError::new_err("an edge names no node of the graph")),
+    let found =
+        py.allow_threads(|| graph::best_edges(size, &int64s(src), &int64s(dst), &int64s(weight)));
+    match found {
+        Some((via, end)) => Ok((PyBytes::new(py, raw_bytes(&via)), end)),
+        None => Err(pyo3::exceptions::PyValueError::new_err(
+            "an edge names no node of the graph",
+        )),
     }
 }
 
@@ -125,7 +129,7 @@ fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
 #[pymodule]
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
-    module.add_function(wrap_pyfunction!(longest_path, module)?)?;
+    module.add_function(wrap_pyfunction!(best_edges, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())
 }

@@ -87,10 +87,10 @@ def test_only_the_modules_that_start_an_ingest_import_it(module):
 # The layers above the ingest, bottom up, as the README's Layout section lists them.
 LAYERS = [
     BASE,
-    {"tracewh.links", "tracewh.delta", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
-     "tracewh.peaks"},
+    {"tracewh.links", "tracewh.delta", "tracewh.delta_log", "tracewh.directory",
+     "tracewh.catalog", "tracewh.integrity", "tracewh.rules", "tracewh.peaks"},
     {"tracewh.query", "tracewh.library", "tracewh.table_sql", "tracewh.connection",
-     "tracewh.statements", "tracewh.query_analysis", "tracewh.scope"},
+     "tracewh.statements", "tracewh.query_analysis", "tracewh.scope", "tracewh.prepared"},
     {"tracewh.marts", "tracewh.duckdb_file", "tracewh.derived", "tracewh.maintenance",
      "tracewh.dialects"},
     {"tracewh.diff", "tracewh.trend", "tracewh.export", "tracewh.report", "tracewh.charts",

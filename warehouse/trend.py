@@ -6,7 +6,7 @@ from . import output
 from .diff import bus_bandwidth_note
 from .errors import UsageError
 from .names import did_you_mean
-from .library import tables_read_by
+from .library import modules_read_by
 from .statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
@@ -130,9 +130,8 @@ def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None
     window = last + 1
     while True:
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
-        runs, tables = (None, None) if every_run else (set(order[-window:]),
-                                                       tables_read_by(*TREND_READS))
-        with warehouse.connect(runs, tables) as connection:
+        with (warehouse.connect(modules=modules_read_by(*TREND_READS)) if every_run
+              else warehouse.connect_over_runs(set(order[-window:]), TREND_READS)) as connection:
             columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
                                   check_kernel=every_run)
         if len({row[0] for row in rows}) >= last + 1 or every_run:

@@ -169,3 +169,18 @@ def test_a_file_of_another_snapshot_is_not_answered_from(warehouse, tmp_path):
     assert prepared_query(copy, sql) is None
     code, out, errors, heavy = run_cli(copy, "query", "--format", "csv", sql)
     assert code == 0 and "pyarrow" in heavy, errors
+
+
+def test_trend_of_the_last_runs_reads_only_their_window(warehouse, monkeypatch):
+    """--last 1 reads the last run and the one before it (its delta), on one connection: the
+    window was doubled until it held every run, as the runs were counted after all but the
+    last were left out."""
+    opened = []
+    with tracewh.open(warehouse) as wh:
+        connect = wh.connect_over_runs
+        monkeypatch.setattr(wh, "connect_over_runs",
+                            lambda runs, reads=None: opened.append(runs) or connect(runs, reads))
+        monkeypatch.setattr(wh, "connect", lambda *a, **k: opened.append("every run"))
+        rows = wh.trend("step_time_ns", last=1)
+    assert opened == [{"dlrm0", "dlrm1"}]
+    assert [row["run"] for row in rows] == ["dlrm1"]

@@ -20,9 +20,9 @@ from tracewh.errors import WarehouseError
 from tracewh.prepared import prepared_connection, prepared_query
 from tracewh.query_analysis import runs_a_query_names
 
-from .conftest import EXAMPLES, ROOT, require, shared
+from .conftest import EXAMPLES, ROOT, SHARED, require
 
-H100 = shared("tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz")
+H100 = SHARED / "tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz"
 DLRM = sorted(EXAMPLES.glob("worker*"))[:2]
 RUNS = ("h100", "dlrm0", "dlrm1")
 HEAVY = ("pyarrow", "deltalake", "sqlglot", "tracewh.ingest", "tracewh.api")

@@ -20,6 +20,11 @@
    ingest computes them) beside HTA's critical_path_analysis of the same step (goal: 20x).
 3. Huge trace (several minutes; TRACEWH_BENCH_QUICK=1 skips it): a ~2 GB trace ingests with
    peak RSS under 2 GB, the file streamed, not held whole.
+00. Start-up (first of all): TraceLens's H100 trace ingested as 20 one-rank runs; `tracewh
+   query "select 1"`, a one-run view and a two-statement script beside the floor (`python -c
+   "import duckdb; duckdb.sql('select 1')"`) and beside the script's statements run one by
+   one, medians of 7 fresh processes in alternation; then `report` (with its base), `trend`
+   and `diff`, medians of 3, each beside its bar (see docs/query-speed.md).
 0. Many runs (first, needs only the bundled example): warehouses of 10 and 1,000 runs of the
    8-rank demo (copied by bench/fleet.py), one command at a time on each, alternately; and one
    more 8-rank ingest into each (the goal: at most 1.5x at 1,000 runs). After them, nine
@@ -31,7 +36,7 @@ refresh included, at most 0.25x json.load's time (and its MB/s); the native deco
 one; the refresh after one 8-rank run at most 0.3 s and 15% of the 254 MB ingest; HTA's load
 at least 20x the ingest's time.
 
-`bench/run.py SECTION...` runs only those sections, of: fleet, refresh, ingest, decode, scale,
+`bench/run.py SECTION...` runs only those sections, of: startup, fleet, refresh, ingest, decode, scale,
 views, critpath, memory, huge (default: all). Generated files go to a temporary directory and are
 deleted. Needs ../shared (skips what needs it if absent).
 """
@@ -39,6 +44,7 @@ deleted. Needs ../shared (skips what needs it if absent).
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -106,7 +112,7 @@ HTA_PACKAGE = ("HolisticTraceAnalysis==0.5.0", "pandas<2.2", "numpy<2")
 # The last release before Delta Lake storage (#10), whose ingest speed must be kept.
 PREVIOUS_RELEASE = "b0ea198"
 
-SECTIONS = ("fleet", "refresh", "ingest", "decode", "scale", "views", "critpath", "memory", "huge")
+SECTIONS = ("startup", "fleet", "refresh", "ingest", "decode", "scale", "views", "critpath", "memory", "huge")
 # The figures of the bars, as the sections measure them: printed together by print_bars.
 BARS = {}
 
@@ -525,9 +531,80 @@ def bench_critical_path(directory):
           f"{hta_seconds / min(seconds):.0f}x faster (goal >= 20x)")
 
 
+# Start-up, scripts and commands (bench_startup): the floor, what each is measured beside.
+FLOOR = ("-c", "import duckdb; duckdb.sql('select 1')")
+ONE_RUN_VIEW = "SELECT * FROM overlap WHERE run = 'r3'"
+SCRIPT = ("SELECT count(*) FROM kernels WHERE run = 'r3'",
+          "SELECT count(*) FROM op_perf WHERE run = 'r3'")
+STARTUP_ROUNDS = 7
+COMMANDS = (("report of one rank with its base", 5.0, ("report", "r2", "--base", "r1", "--out")),
+            ("trend step_time_ns --last 5", 1.0,
+             ("trend", "step_time_ns", "--order-by-tag", "date", "--last", "5")),
+            ("trend overlap_ratio", 1.0, ("trend", "overlap_ratio")),
+            ("diff r1 r2", 1.0, ("diff", "r1", "r2")))
+
+
+def wall(*args):
+    """Seconds of a fresh `python ARGS` process, as a user waits for it."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, *args], check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - started
+
+
+def medians(commands, rounds=STARTUP_ROUNDS):
+    """{name: median seconds} of each command (args to python), run in turn, `rounds` times:
+    the machine's speed drifts, so each round measures all of them side by side."""
+    times = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, args in commands.items():
+            times[name].append(wall(*args))
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def twenty_runs(directory):
+    """A warehouse of TraceLens's H100 trace ingested as 20 one-rank runs r1..r20, tagged by
+    date."""
+    warehouse = Path(directory) / "twenty"
+    for number in range(1, 21):
+        Warehouse(warehouse).ingest(WITH_MEMORY, run=f"r{number}", phase="infer",
+                                    tags={"date": f"2026-01-{number:02d}"})
+    return warehouse
+
+
+def bench_startup(directory):
+    """`tracewh query` beside the floor (a Python that imports DuckDB and asks it `select 1`),
+    a script beside its statements run one by one, and the commands beside their bars."""
+    warehouse = twenty_runs(directory)
+    tracewh = ("-m", "tracewh", "--warehouse", str(warehouse))
+    print(f"\n== start-up: medians of {STARTUP_ROUNDS} fresh processes, 20 one-rank runs of "
+          "TraceLens H100 ==")
+    found = medians({"floor": FLOOR, "select 1": (*tracewh, "query", "select 1"),
+                     "one-run view": (*tracewh, "query", ONE_RUN_VIEW),
+                     **{statement: (*tracewh, "query", statement) for statement in SCRIPT},
+                     "script": (*tracewh, "query", "; ".join(SCRIPT))})
+    floor = found["floor"]
+    print(f"{'floor: import duckdb, select 1':<36} {floor:6.2f} s")
+    for name, bar in (("select 1", 1.6), ("one-run view", 2.0)):
+        print(f"{'tracewh query ' + repr(name):<36} {found[name]:6.2f} s  "
+              f"{found[name] / floor:5.2f}x the floor (bar {bar}x)")
+    one_by_one = sum(found[statement] for statement in SCRIPT)
+    print(f"{'script of 2 statements about r3':<36} {found['script']:6.2f} s  "
+          f"{found['script'] / one_by_one:5.2f}x its statements one by one, "
+          f"{one_by_one:.2f} s (bar 1.3x)")
+    report = Path(directory) / "report.html"
+    found = medians({name: (*tracewh, *args, *([str(report)] if args[0] == "report" else []))
+                     for name, _, args in COMMANDS}, rounds=3)
+    print("\n== commands over that warehouse, medians of 3 ==")
+    for name, bar, _ in COMMANDS:
+        print(f"{name:<36} {found[name]:6.2f} s  (bar {bar:g} s)")
+
+
 def main(sections):
     sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
     compile_bytecode(*(ROOT / name for name in ("warehouse", "ingest", "sql")))
+    if "startup" in sections and WITH_MEMORY.exists():
+        with tempfile.TemporaryDirectory(prefix="tracewh-bench-") as directory:
+            bench_startup(directory)
     if {"fleet", "refresh"} & sections:
         with tempfile.TemporaryDirectory(prefix="tracewh-bench-") as directory:
             small, large = build_fleets(directory, large_too="fleet" in sections)

@@ -88,10 +88,11 @@ def test_only_the_modules_that_start_an_ingest_import_it(module):
 LAYERS = [
     BASE,
     {"tracewh.storage", "tracewh.storage.base", "tracewh.storage.local",
-     "tracewh.storage.objects", "tracewh.links", "tracewh.delta", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
+     "tracewh.storage.objects", "tracewh.links", "tracewh.delta", "tracewh.delta_log",
+     "tracewh.directory", "tracewh.catalog", "tracewh.integrity", "tracewh.rules",
      "tracewh.peaks"},
     {"tracewh.query", "tracewh.library", "tracewh.table_sql", "tracewh.connection",
-     "tracewh.statements", "tracewh.query_analysis", "tracewh.scope"},
+     "tracewh.statements", "tracewh.query_analysis", "tracewh.scope", "tracewh.prepared"},
     {"tracewh.marts", "tracewh.duckdb_file", "tracewh.derived", "tracewh.maintenance",
      "tracewh.dialects"},
     {"tracewh.diff", "tracewh.trend", "tracewh.export", "tracewh.report", "tracewh.charts",

@@ -44,22 +44,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import delta, layout, links, storage
+from . import delta, directory, layout, links, storage
 from .delta import DataFile
-from .errors import HINT, UsageError, WarehouseBusy, WarehouseError, printable
+from .directory import COMMITTING, DAMAGED, LOCK, STAGING, STATE_DIR, TRACES
+from .errors import UsageError, WarehouseBusy, WarehouseError, printable
 from .names import check_partition
 from .parquet import write_table
-from .rules import WAREHOUSE_RULES
 from .schema import PARTITION_COLUMNS, TABLES
 
-STATE_DIR = "_tracewh"
 FORMAT_VERSION = 5  # 5: Delta Lake tables (4 and before: _tracewh/manifest.json)
-TRACES = "traces"
-OLD_MANIFEST = "manifest.json"
-COMMITTING = "committing"  # present while a commit is under way
-DAMAGED = "damaged"  # damaged commits of killed writers, set aside
-LOCK = "lock"
-STAGING = "staging"
 
 
 @dataclass
@@ -160,11 +153,6 @@ class Snapshot:
 EMPTY_SNAPSHOT = Snapshot({}, 0, ())
 
 
-def default_location():
-    """$TRACEWH_WAREHOUSE as given (a Path would make `s3://b` `s3:/b`), else ./warehouse."""
-    return os.environ.get("TRACEWH_WAREHOUSE") or "warehouse"
-
-
 # scheme://...: an object store's address (s3://bucket/path), not a local directory's name
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
 
@@ -220,47 +208,16 @@ class Catalog:
     # -- reading ------------------------------------------------------------------------------
 
     def check_readable(self):
-        """Refuse to read a directory that does not exist or is not a warehouse: a mistyped
-        --warehouse would otherwise answer every query with no rows."""
-        if not self.store.is_dir(self.root):
-            raise WarehouseError(f"no warehouse at {self.root}: the directory does not exist "
-                                 f"(ingest traces into it first{HINT})",
-                                 cli_hint=", or pass --warehouse DIR")
-        self.check_not_foreign()
+        """See `directory.check_readable`."""
+        directory.check_readable(self.root, TABLES, self.lost_state)
 
     def check_not_foreign(self):
-        """Refuse a directory that holds other things (a source tree, say), and a warehouse
-        of an earlier tracewh, for reading or writing: a warehouse is a new or empty
-        directory, or one with the catalog's state; and one whose control paths are links."""
-        # One listing decides: a concurrent first ingest creates _tracewh/ before anything else.
-        names = set(self.store.names(self.root))
-        if names and STATE_DIR not in names:
-            if self.lost_state():
-                raise WarehouseError(f"{self.root}: its {STATE_DIR}/ is gone, but its tables are "
-                                     f"a tracewh warehouse's: `tracewh refresh` recreates "
-                                     f"{STATE_DIR}/ (put back kernel_rules.toml by hand, if it "
-                                     "held one)")
-            raise WarehouseError(f"{self.root} is not a tracewh warehouse: it holds other files "
-                                 f"and no {STATE_DIR}/", cli_hint=" (pass --warehouse DIR)")
-        if self.store.exists(self.state / OLD_MANIFEST):
-            raise WarehouseError(f"{self.root} was written by an earlier tracewh (warehouse "
-                                 f"format 4 or older, before Delta Lake tables): ingest the "
-                                 f"traces again into a new warehouse")
-        if self.store.local:  # an object store has no links
-            links.check_no_links(self.control_paths())
+        """See `directory.check_not_foreign`."""
+        directory.check_not_foreign(self.root, TABLES, self.lost_state)
 
     def control_paths(self):
-        """The paths tracewh writes, deletes or trusts, which must not be links (see
-        `links`): its state, the tables and their logs, the marts (what marts/ holds),
-        tracewh.duckdb."""
-        state = [self.state / name for name in (LOCK, STAGING, COMMITTING, DAMAGED,
-                                                 layout.DONE_FILE, layout.RECOMPUTE_FILE)]
-        tables = [self.table_path(name) for name in TABLES]
-        marts_dir = self.root / layout.MARTS_DIR
-        marts = (list(marts_dir.iterdir()) if marts_dir.is_dir() and not marts_dir.is_symlink()
-                 else [])
-        return [self.state, *state, self.root / WAREHOUSE_RULES, self.root / layout.DUCKDB_FILE,
-                marts_dir, *tables, *marts, *(path / delta.LOG_DIR for path in tables + marts)]
+        """See `directory.control_paths`."""
+        return directory.control_paths(self.root, TABLES)
 
     def lost_state(self):
         """True when the state directory is gone but the tables are a tracewh warehouse's
@@ -279,18 +236,13 @@ class Catalog:
 
     def snapshot(self):
         """The newest consistent snapshot; an empty one for a warehouse not yet written."""
-        traces = self.table_path(TRACES)
-        if not delta.is_table(traces):
+        newest = directory.newest_pointer(self.root)
+        if newest is None:
             return EMPTY_SNAPSHOT
-        version = delta.latest_version(traces)
-        while version >= 0:
-            pointer = delta.commit_info(traces, version).get("tracewh")
-            if pointer is not None:
-                return Snapshot({**pointer["versions"], TRACES: version}, pointer["seq"],
-                                tuple(pointer["class_rules"]),
-                                None if self.store.local else self._trace_ids(version))
-            version -= 1
-        return EMPTY_SNAPSHOT
+        version, pointer = newest
+        return Snapshot({**pointer["versions"], TRACES: version}, pointer["seq"],
+                        tuple(pointer["class_rules"]),
+                        None if self.store.local else self._trace_ids(version))
 
     def _trace_ids(self, version):
         """The ids of the traces `traces` holds at `version`."""

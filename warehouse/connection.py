@@ -4,20 +4,18 @@ out), then the SQL library. The connection is in-memory; nothing is written unle
 allows it.
 
 SQL from users is hostile: the connection a read-only query runs on is confined by DuckDB's
-own settings (`confine`), so that a statement the check of `statements` lets through still
-cannot read or write a file outside the warehouse's tables, reach the network, load an
-extension or lift the confinement.
+own settings (`statements.confine`), so that a statement the check of `statements` lets
+through still cannot read or write a file outside the warehouse's tables, reach the network,
+load an extension or lift the confinement.
 """
 
 import concurrent.futures
-import tempfile
-import uuid
-from pathlib import Path
 
 import duckdb
 
 from .integrity import EVENT_TABLES, check_counts, check_sizes, missing_file_error
 from .query import define_library
+from .statements import confine
 from .table_sql import files_variable, table_view_sql
 
 
@@ -103,25 +101,3 @@ def cursor(connection):
         value = connection.execute("SELECT getvariable(?)", [name]).fetchone()[0]
         other.execute(f"SET VARIABLE {name} = ?", [value])
     return other
-
-
-def confine(connection, files):
-    """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
-    external access off, it opens no file but the `files` the connection's views read (the
-    snapshot's, its current marts'; no directory), so read_text('/etc/passwd'), glob('/*'),
-    URLs, and a COPY, ATTACH or EXPORT into the warehouse (a new mart file, a commit of a
-    Delta log) or anywhere else fail; it installs and loads no extension; and the locked
-    configuration cannot be SET back. Python objects are not scanned by name either.
-
-    DuckDB has no read-only allow-list, and a read-only database does not stop COPY TO: the
-    allowed files themselves are guarded by DuckDB writing an existing file through a `tmp_`
-    sibling it may not open, and by the statement check (`statements`), which lets no
-    statement but a SELECT run, nor an EXPLAIN of anything else. Spilling goes to a private
-    directory that DuckDB creates when needed and removes at close (the default, .tmp in the
-    working directory, would be allowed as well)."""
-    spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
-    for setting, value in (("temp_directory", str(spill)), ("allowed_paths", list(files)),
-                           ("autoinstall_known_extensions", False),
-                           ("autoload_known_extensions", False),
-                           ("enable_external_access", False), ("lock_configuration", True)):
-        connection.execute(f"SET {setting} = ?", [value])

@@ -17,11 +17,9 @@ import concurrent.futures
 import datetime
 import hashlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -29,15 +27,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import storage
+from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_problem,  # re-exported
+                        check_commits, commit_file, commit_info, first_replayed, is_table,
+                        last_checkpoint, latest_version, size_problem)
+from .delta_log import exists as _exists, log_dir as _log, read_bytes as _read
 from .errors import WarehouseError
 from .layout import trace_id_of
 from .schema import PARTITION_COLUMNS
 
-LOG_DIR = "_delta_log"
 # The `traces` columns whose values each file's statistics hold (its one row's).
 ROW_STATS = ("trace_id", "sha256", "events", "bytes", "tags", "ingest_seq", "ingested_at",
              "world_size")
-CHECKPOINT_INTERVAL = 100
 # The add action's tag of its file's sha256 (the hex digest of its bytes), which `refresh`
 # checks every live file against: a file rewritten with the same rows and size has another.
 HASH_TAG = "sha256"
@@ -81,141 +81,6 @@ def create(path, table):
     except DeltaError:
         if not is_table(path):  # else created by a writer beside this one (no lock)
             raise
-
-
-def is_table(path):
-    return _exists(commit_file(path, 0))
-
-
-def _exists(where):
-    return storage.of(where).exists(where)
-
-
-def _read(where):
-    """A log file's bytes, from its storage."""
-    return storage.of(where).read_bytes(where)
-
-
-def latest_version(path):
-    """The table's newest version, found from its last checkpoint onwards without listing or
-    loading the log."""
-    version = last_checkpoint(path)
-    if not _exists(commit_file(path, version)) and version != 0:
-        raise WarehouseError(f"{_log(path)}: version {version} is missing")
-    while _exists(commit_file(path, version + 1)):
-        version += 1
-    return version
-
-
-def commit_info(path, version):
-    """The commitInfo action of one version (its custom keys included), or {}."""
-    file = commit_file(path, version)
-    try:
-        lines = _read(file).decode().splitlines()
-        empty = not lines
-        for line in lines:
-            action = json.loads(line)
-            if "commitInfo" in action:
-                return action["commitInfo"]
-    except (OSError, ValueError) as error:
-        raise WarehouseError(f"{file}: unreadable commit ({error})") from None
-    if empty:  # no commit has no action: emptied from outside, and its pointer lost with it
-        raise DamagedLog(path, version, "empty")
-    return {}
-
-
-def commit_file(path, version):
-    return _log(path) / f"{version:020d}.json"
-
-
-def _log(path):
-    return storage.location(path) / LOG_DIR
-
-
-class DamagedLog(WarehouseError):
-    """A commit file that is empty or not JSON lines: damaged from outside (tracewh writes
-    each one whole, then links it in place). Its actions are lost, so the table's rows of
-    that version are not known: only a copy of the file brings them back."""
-
-    def __init__(self, path, version, problem):
-        super().__init__(f"{commit_file(path, version)}: {problem}: version {version} of table "
-                         f"{storage.location(path).name} was damaged outside tracewh, and its rows with it: "
-                         "restore the file from a backup, or ingest the traces again into a "
-                         "new warehouse")
-        self.path, self.version = storage.location(path), version
-
-
-def check_commits(path, first, last, read=None):
-    """Raise DamagedLog for the first commit file of versions first..last that is empty (a
-    stat each); with read="end", whose last line is not a whole JSON object (its last bytes
-    read: what a cut leaves); with read="all", that is not JSON lines (every line parsed:
-    ~50 ms for 8,000 actions, so where delta-rs failed only)."""
-    if not isinstance(storage.location(path), Path):
-        _check_objects(path, first, last, read)
-        return
-    for version in range(first, last + 1):
-        file = commit_file(path, version)
-        try:
-            with open(file, "rb") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                if size == 0:
-                    raise DamagedLog(path, version, "empty")
-                if read == "end":
-                    handle.seek(max(0, size - 64))
-                    if not handle.read().rstrip().endswith(b"}"):
-                        raise DamagedLog(path, version, "cut (its last line is not whole)")
-                elif read == "all":
-                    handle.seek(0)
-                    _check_lines(path, version, handle)
-        except FileNotFoundError:
-            continue  # older versions cleaned up, or a missing one delta-rs reports itself
-        except OSError as error:
-            raise DamagedLog(path, version, f"unreadable ({error})") from None
-
-
-def _check_objects(path, first, last, read):
-    """check_commits of a table in an object store: a commit there is one PUT, whole or
-    absent, so only `read` asks for its bytes."""
-    for version in range(first, last + 1):
-        file = commit_file(path, version)
-        try:
-            data = _read(file) if read else None
-            if (data is None and storage.of(file).size(file) == 0) or data == b"":
-                raise DamagedLog(path, version, "empty")
-        except FileNotFoundError:
-            continue
-        if read == "end" and not data.rstrip().endswith(b"}"):
-            raise DamagedLog(path, version, "cut (its last line is not whole)")
-        if read == "all":
-            _check_lines(path, version, data.splitlines())
-
-
-def _check_lines(path, version, handle):
-    for number, line in enumerate(handle, 1):
-        try:
-            json.loads(line)
-        except ValueError:
-            raise DamagedLog(path, version, f"cut or corrupt (line {number} is not "
-                                            "JSON)") from None
-
-
-def first_replayed(path, version):
-    """The first commit file that loading `version` replays: the one after its checkpoint."""
-    checkpoint = last_checkpoint(path)  # 0: none (no version 0 is a checkpoint's)
-    return (checkpoint + 1 if 0 < checkpoint <= version
-            else version - version % CHECKPOINT_INTERVAL)  # an older checkpoint, or none
-
-
-def last_checkpoint(path):
-    """The version of the table's last checkpoint (delta-rs replays the commits after it
-    only), or 0."""
-    try:
-        return json.loads(_read(_log(path) / "_last_checkpoint"))["version"]
-    except FileNotFoundError:
-        return 0
-    except (ValueError, KeyError, TypeError, OSError) as error:
-        raise WarehouseError(f"{_log(path)}: unreadable _last_checkpoint "
-                             f"({error})") from None
 
 
 def add_action(data_file, data_change=True):
@@ -279,7 +144,7 @@ def changed_files(path, version, runs=None, read=False):
         except FileNotFoundError:
             return None
         if found != recorded:
-            return f"{found:,} bytes, its commit says {recorded:,}"
+            return size_problem(found, recorded)
         if digest != hashes.get(name):
             return "its bytes are not those its sha256 was taken of"
         return None
@@ -290,7 +155,7 @@ def changed_files(path, version, runs=None, read=False):
             problems = list(pool.map(change, names, sizes))
     else:
         problems = list(map(change, names, sizes))
-    return [(storage.location(path) / name, f"changed outside tracewh since its commit ({problem})")
+    return [(storage.location(path) / name, changed_problem(problem))
             for name, problem in zip(names, problems) if problem is not None]
 
 
@@ -360,10 +225,11 @@ class VersionTaken(WarehouseError):
 
 
 def changes(path, first, last):
-    """(paths added, paths removed) by versions first+1..last of a table, net (a file added
-    then removed in between is neither), from their JSON commit files; None when one of them
-    is missing (log cleanup) and the live files must be listed whole."""
-    added, removed = set(), set()
+    """(files added: [(path, run, size)], paths removed) by versions first+1..last of a
+    table, net (a file added then removed in between is neither), from their JSON commit
+    files; None when one of them is missing (log cleanup) and the live files must be listed
+    whole."""
+    added, removed, sizes = set(), set(), {}
     for version in range(first + 1, last + 1):
         if not _exists(commit_file(path, version)):
             return None
@@ -374,11 +240,14 @@ def changes(path, first, last):
             for kind, gains, losses in (("add", added, removed), ("remove", removed, added)):
                 if kind in action:
                     name = unquote(action[kind]["path"])
+                    if kind == "add":
+                        sizes[name] = ((action[kind].get("partitionValues") or {}).get("run"),
+                                       action[kind]["size"])
                     if name in losses:  # undoes an earlier action of the range
                         losses.remove(name)
                     else:
                         gains.add(name)
-    return sorted(added), sorted(removed)
+    return [(name, *sizes[name]) for name in sorted(added)], sorted(removed)
 
 
 def checkpoint(path, version):

@@ -26,13 +26,12 @@ import pyarrow as pa
 from . import delta
 from .layout import DUCKDB_FILE as FILE_NAME
 from .layout import FILES_GLOB
-from .library import library_fingerprint
+from .library import live_helpers
+from .prepared import FILES_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
 from .query import define_library
 from .schema import TABLES
 from .table_sql import empty_select, scan_select, sql_string
 
-FILES_TABLE = "tracewh_files"
-SNAPSHOT_TABLE = "tracewh_snapshot"
 STORAGE_VERSION = "v1.0.0"
 
 
@@ -44,8 +43,7 @@ def write_duckdb_file(catalog, snapshot, rules):
     of defining the library again (~0.1 s) and listing every file of 13 tables (~0.15 s and
     ~200 MB at 1,000 runs)."""
     root = catalog.root.resolve()
-    shape = json.dumps({"library": library_fingerprint(rules), "root": str(root),
-                        "duckdb": duckdb.__version__})
+    shape = file_shape(root, rules, live_helpers(snapshot, rules))
     for stale in catalog.state.glob(f".{FILE_NAME}.*"):  # of killed writers: we hold the lock
         stale.unlink(missing_ok=True)
     temporary = catalog.state / f".{FILE_NAME}.{os.getpid()}.tmp"
@@ -84,16 +82,18 @@ def _follow_commits(connection, root, snapshot, shape):
     if len(recorded) != 1 or recorded[0][0] != shape:
         return False
     before = json.loads(recorded[0][1])
-    added, removed = {"table_name": [], "path": []}, {"table_name": [], "path": []}
+    added = {"table_name": [], "path": [], "run": [], "size": []}
+    removed = {"table_name": [], "path": []}
     for name in TABLES:
         if name not in before or name not in snapshot.versions:
             return False
         changes = delta.changes(root / name, before[name], snapshot.versions[name])
         if changes is None:
             return False
-        for paths, found in zip((added, removed), changes):
-            paths["table_name"] += [name] * len(found)
-            paths["path"] += [f"{root}/{name}/{path}" for path in found]
+        for path, run, size in changes[0]:
+            _add_row(added, root, name, path, run, size)
+        removed["table_name"] += [name] * len(changes[1])
+        removed["path"] += [f"{root}/{name}/{path}" for path in changes[1]]
     non_empty = f"SELECT DISTINCT table_name FROM {FILES_TABLE} ORDER BY 1"
     had = connection.execute(non_empty).fetchall()
     removed, added = pa.table(removed), pa.table(added)
@@ -106,16 +106,21 @@ def _follow_commits(connection, root, snapshot, shape):
 
 def _write_whole(connection, root, snapshot, rules):
     """Define the file's tables, views and macros, and list the snapshot's files."""
-    paths = snapshot.paths(root)
-    connection.execute(f"CREATE TABLE {FILES_TABLE} (table_name VARCHAR, path VARCHAR)")
+    listed = snapshot.files(root)
+    paths = {name: [f"{root}/{name}/{f.path}" for f in found] for name, found in listed.items()}
+    connection.execute(f"CREATE TABLE {FILES_TABLE} (table_name VARCHAR, path VARCHAR, "
+                       "run VARCHAR, size BIGINT)")
     connection.execute(f"CREATE TABLE {SNAPSHOT_TABLE} (seq BIGINT, versions VARCHAR, "
                        "written_at TIMESTAMPTZ, shape VARCHAR)")
-    files = pa.table({"table_name": [name for name, found in paths.items() for _ in found],
-                      "path": [path for found in paths.values() for path in found]})
+    rows = {"table_name": [], "path": [], "run": [], "size": []}
+    for name, found in listed.items():
+        for data_file in found:
+            _add_row(rows, root, name, data_file.path, data_file.run, data_file.size)
+    files = pa.table(rows)
     connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM files")
 
     def table_view(table):
-        macro = f"tracewh_scan_{table.name}"
+        macro = SCAN_MACRO.format(table.name)
         connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
         connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
         if paths.get(table.name):
@@ -124,6 +129,16 @@ def _write_whole(connection, root, snapshot, rules):
                                f"AS TABLE {_snapshot_scan(table)}")
 
     define_library(connection, snapshot, rules, table_view)
+
+
+def _add_row(rows, root, table, path, run, size):
+    """Add a file of `table` (its path relative to the table) to the columns of FILES_TABLE:
+    its absolute path, its run and its size as its commit recorded it (what a query answered
+    from the file checks, see `prepared`)."""
+    rows["table_name"].append(table)
+    rows["path"].append(f"{root}/{table}/{path}")
+    rows["run"].append(run)
+    rows["size"].append(size)
 
 
 def _connect(path):

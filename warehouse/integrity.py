@@ -68,14 +68,14 @@ def missing_file_error(root, table, paths):
     if not missing:
         return None
     others = f" (and {len(missing) - 1:,} more of {table})" if len(missing) > 1 else ""
-    return _file_error(root, table, missing[0], f"missing{others}", ", deleted outside tracewh")
+    return file_error(root, table, missing[0], f"missing{others}", ", deleted outside tracewh")
 
 
 def _exists(where):
     return storage.of(where).exists(where)
 
 
-def _file_error(root, table, path, problem, cause=""):
+def file_error(root, table, path, problem, cause=""):
     """The error for a damaged file of a table: `path: problem: a file of trace T (its
     partition)cause: the way out`."""
     relative = storage.location(path).relative_to(storage.location(root) / table)
@@ -111,7 +111,7 @@ def check_files(root, snapshot):
 
 def _raise_first(root, table, changed):
     if changed:
-        raise _file_error(root, table, *changed[0])
+        raise file_error(root, table, *changed[0])
 
 
 def _add_actions(root, table, snapshot, runs):

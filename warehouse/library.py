@@ -20,7 +20,6 @@ from pathlib import Path
 
 from .peaks import default_peaks
 from .rules import default_rules, rules_fingerprint
-from .schema import TABLES
 
 _HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
 _FIELD = re.compile(r"^-- (Reads|Parameters):(.*(?:\n--  +\S.*)*)", re.MULTILINE)
@@ -101,14 +100,14 @@ def tables_read_by(*names):
     """The tables that tables, library views or macros read, through every view they read:
     what a connection for a query of them must list files of. The live modules' reading
     counts too (custom rules swap them in)."""
-    return {name for name in _reached(names) if name in TABLES}
+    return {name for name in _reached(names) if name in _table_names()}
 
 
 def modules_read_by(*names):
     """The library modules that views or macros read, themselves included, through every
     module they read: what a connection for a query of them must define (defining all of
     the library binds some 60 views, about 1 s)."""
-    return {name for name in _reached(names) if name not in TABLES}
+    return {name for name in _reached(names) if name not in _table_names()}
 
 
 def modules_reaching(*names):
@@ -120,7 +119,27 @@ def modules_reaching(*names):
 
 def defines_name(name):
     """Whether `name` is a table or a view or macro of the library (its public modules')."""
-    return name in TABLES or (name in _defined_by() and not is_internal(_defined_by()[name]))
+    return name in _table_names() or defines_public(name)
+
+
+def defines_public(name):
+    """Whether `name` is a view or macro of the library's public modules."""
+    return name in _defined_by() and not is_internal(_defined_by()[name])
+
+
+def names_reached(*names):
+    """Every module and table `names` read, directly or not, themselves included: of them,
+    the tables are those a query of `names` reads (see `tables_read_by`, which tells them
+    from the modules by the schema)."""
+    return _reached(names)
+
+
+def _table_names():
+    """The warehouse's tables (imported here: their Arrow types import pyarrow, which a
+    query answered from tracewh.duckdb does without)."""
+    from .schema import TABLES
+
+    return TABLES
 
 
 def _reached(names):

@@ -2,6 +2,10 @@
 (`check_read_only`) before it runs, and DuckDB's errors become one-line QueryErrors. The
 connection's own confinement (see `connection`) stands behind the check."""
 
+import tempfile
+import uuid
+from pathlib import Path
+
 import duckdb
 
 from .errors import HINT, QueryError
@@ -149,3 +153,25 @@ def last_result_table(connection, sql, allow_write=False):
         return connection.sql(statements[-1].query).to_arrow_table()
     except duckdb.Error as error:
         raise _query_error(error) from None
+
+
+def confine(connection, files):
+    """Let DuckDB itself refuse what a read-only query must not do, whatever its SQL: with
+    external access off, it opens no file but the `files` the connection's views read (the
+    snapshot's, its current marts'; no directory), so read_text('/etc/passwd'), glob('/*'),
+    URLs, and a COPY, ATTACH or EXPORT into the warehouse (a new mart file, a commit of a
+    Delta log) or anywhere else fail; it installs and loads no extension; and the locked
+    configuration cannot be SET back. Python objects are not scanned by name either.
+
+    DuckDB has no read-only allow-list, and a read-only database does not stop COPY TO: the
+    allowed files themselves are guarded by DuckDB writing an existing file through a `tmp_`
+    sibling it may not open, and by the statement check (`statements`), which lets no
+    statement but a SELECT run, nor an EXPLAIN of anything else. Spilling goes to a private
+    directory that DuckDB creates when needed and removes at close (the default, .tmp in the
+    working directory, would be allowed as well)."""
+    spill = Path(tempfile.gettempdir()) / f"tracewh-{uuid.uuid4().hex}"
+    for setting, value in (("temp_directory", str(spill)), ("allowed_paths", list(files)),
+                           ("autoinstall_known_extensions", False),
+                           ("autoload_known_extensions", False),
+                           ("enable_external_access", False), ("lock_configuration", True)):
+        connection.execute(f"SET {setting} = ?", [value])

@@ -1,18 +1,8 @@
 """The SQL of the warehouse's tables for DuckDB: their columns typed, the empty stand-ins the
 library is defined on, and the views over a snapshot's files, Hive partition columns first."""
 
-import pyarrow as pa
+import functools
 
-from .schema import PARTITION_COLUMNS
-
-_DUCKDB_TYPES = {
-    pa.int64(): "BIGINT",
-    pa.int32(): "INTEGER",
-    pa.float64(): "DOUBLE",
-    pa.string(): "VARCHAR",
-    pa.list_(pa.string()): "VARCHAR[]",
-    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
-}
 _HIVE_TYPES = "{'run': VARCHAR, 'phase': VARCHAR, 'rank': INTEGER}"
 
 
@@ -25,10 +15,24 @@ def sql_string(text):
     return "'" + text.replace("'", "''") + "'"
 
 
+@functools.cache
+def _duckdb_types():
+    """{Arrow type: DuckDB type} of the tables' columns (imported here: a query answered from
+    tracewh.duckdb does without pyarrow)."""
+    import pyarrow as pa
+
+    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE",
+            pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]",
+            pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ"}
+
+
 def typed_columns(table):
     """(name, DuckDB type) of the table's partition and file columns."""
-    return ([(name, _DUCKDB_TYPES[type_]) for name, type_, _ in PARTITION_COLUMNS]
-            + [(c.name, _DUCKDB_TYPES[c.type]) for c in table.columns])
+    from .schema import PARTITION_COLUMNS
+
+    types = _duckdb_types()
+    return ([(name, types[type_]) for name, type_, _ in PARTITION_COLUMNS]
+            + [(c.name, types[c.type]) for c in table.columns])
 
 
 def stand_in_sql(table):
@@ -49,10 +53,10 @@ def table_view_sql(table, has_files, copy=False):
 
 def empty_select(table):
     """A SELECT of no rows with the table's columns and types."""
-    return _no_rows(typed_columns(table))
+    return no_rows(typed_columns(table))
 
 
-def _no_rows(columns):
+def no_rows(columns):
     typed = [f"CAST(NULL AS {type_}) AS {_quote(name)}" for name, type_ in columns]
     return f"SELECT {', '.join(typed)} WHERE false"
 
@@ -62,7 +66,7 @@ def mart_view_sql(name, columns, has_files):
     view's (name, DuckDB type) `columns` in its order: the files hold the marts' three
     columns more, which the view leaves out."""
     if not has_files:
-        return f"CREATE OR REPLACE VIEW {name} AS {_no_rows(columns)}"
+        return f"CREATE OR REPLACE VIEW {name} AS {no_rows(columns)}"
     select = ", ".join(f"CAST({_quote(column)} AS {type_}) AS {_quote(column)}"
                        for column, type_ in columns)
     return (f"CREATE OR REPLACE VIEW {name} AS SELECT {select} FROM read_parquet("
@@ -78,7 +82,12 @@ def scan_select(table, files, options=""):
 
 
 def files_variable(table):
-    return f"tracewh_files_{table.name}"
+    return files_variable_name(table.name)
+
+
+def files_variable_name(name):
+    """The variable holding the files the view of the table `name` reads."""
+    return f"tracewh_files_{name}"
 
 
 def mart_files_variable(name):

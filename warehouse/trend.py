@@ -6,7 +6,7 @@ from . import output
 from .diff import bus_bandwidth_note
 from .errors import UsageError
 from .names import did_you_mean
-from .library import tables_read_by
+from .library import modules_read_by
 from .statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
@@ -17,12 +17,22 @@ METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "b
 ALGBW = ("SELECT run, phase, rank, "
          "CAST(avg(CAST(rank_algbw_gbps AS DECIMAL(38, 9))) AS DOUBLE) AS value "
          "FROM collective_waits WHERE rank_algbw_gbps IS NOT NULL GROUP BY run, phase, rank")
-# What `trend` reads: a connection for it lists these tables' files only.
-TREND_READS = ("kernel_classes", "kernel_name_classes", "run_metrics", "runs", "op_calls",
-               "collective_waits", "rank_critical_path_breakdown")
 # The classes of the critical path (rank_critical_path_breakdown.bound_by) trend can follow.
 PATH_CLASSES = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
                 "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead")
+
+
+def trend_reads(metric):
+    """What `trend` of `metric` reads: a connection for it lists the files of the tables
+    these read only, and defines these modules only (op_calls' call tree costs seconds to
+    define and to ask, which no other metric needs)."""
+    if metric.startswith("kernel:"):
+        return ("kernel_classes", "kernel_name_classes", "runs")
+    if metric.startswith("op:"):
+        return ("op_calls", "cpu_ops", "runs")
+    if metric.startswith("critical_path:"):
+        return ("rank_critical_path_breakdown", "runs")
+    return ("collective_waits", "runs") if metric == "algbw_gbps" else ("run_metrics", "runs")
 
 
 def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None,
@@ -98,10 +108,15 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         _check_kernel(connection, metric[len("kernel:"):])
     if not rows and metric.startswith("op:") and check_kernel:
         _check_op(connection, metric[len("op:"):])
-    if last is not None:
-        keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
-        rows = [row for row in rows if row[0] in keep]
-    return columns, rows
+    return columns, _last_runs(rows, last)
+
+
+def _last_runs(rows, last):
+    """The rows of the last `last` runs of `rows` (all, when None)."""
+    if last is None:
+        return rows
+    keep = list(dict.fromkeys(row[0] for row in rows))[-last:]
+    return [row for row in rows if row[0] in keep]
 
 
 def _tag_path(key):
@@ -134,20 +149,21 @@ def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None
     trend order (from the `traces` log, no data read) and the one before them (the first's
     delta), the window doubled until it holds `last` + 1 runs with the metric or every run.
     At 1,000 runs, the 31 newest are read instead of all."""
+    reads = trend_reads(metric)
     if last is None:
-        with warehouse.connect() as connection:
+        with warehouse.connect(modules=modules_read_by(*reads)) as connection:
             return trend(connection, metric, None, tag, order_by_tag, phase)
     order = _trend_order(warehouse.run_infos(), tag, order_by_tag, phase)
     window = last + 1
     while True:
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
-        runs, tables = (None, None) if every_run else (set(order[-window:]),
-                                                       tables_read_by(*TREND_READS))
-        with warehouse.connect(runs, tables) as connection:
-            columns, rows = trend(connection, metric, last, tag, order_by_tag, phase,
+        with (warehouse.connect(modules=modules_read_by(*reads)) if every_run
+              else warehouse.connect_over_runs(set(order[-window:]), reads)) as connection:
+            columns, rows = trend(connection, metric, None, tag, order_by_tag, phase,
                                   check_kernel=every_run)
+        # counted before the last `last` are kept: they never hold last + 1 runs
         if len({row[0] for row in rows}) >= last + 1 or every_run:
-            return columns, rows
+            return columns, _last_runs(rows, last)
         window *= 2
 
 

@@ -1,6 +1,7 @@
 """Options and output shared by several commands."""
 
 import functools
+import os
 import re
 import sys
 
@@ -30,19 +31,31 @@ PEAKS_OPTION = click.option(
 
 
 def pass_warehouse(command):
-    """Call `command` with the Warehouse of --warehouse (`api.Warehouse`) first: made at the
-    first command that asks for it, and kept as ctx.obj. `tables` and `--help` need none, nor
-    the DuckDB that comes with it."""
+    """Call `command` with the Warehouse of --warehouse (see `current_warehouse`) first."""
     @functools.wraps(command)
     def with_warehouse(*args, **kwargs):
-        from ..api import Warehouse
-
-        ctx = click.get_current_context().find_root()
-        if not isinstance(ctx.obj, Warehouse):
-            ctx.obj = Warehouse(ctx.obj)
-        return command(ctx.obj, *args, **kwargs)
+        return command(current_warehouse(), *args, **kwargs)
 
     return with_warehouse
+
+
+def current_warehouse():
+    """The Warehouse of --warehouse (`api.Warehouse`): made at the first command that asks
+    for it, and kept as ctx.obj. `tables` and `--help` need none, nor the DuckDB and pyarrow
+    that come with it; `query` needs none where tracewh.duckdb answers it (see
+    `warehouse_location`)."""
+    from ..api import Warehouse
+
+    ctx = click.get_current_context().find_root()
+    if not isinstance(ctx.obj, Warehouse):
+        ctx.obj = Warehouse(ctx.obj)
+    return ctx.obj
+
+
+def warehouse_location():
+    """The warehouse directory --warehouse names, without making its Warehouse."""
+    location = click.get_current_context().find_root().obj
+    return location if isinstance(location, (str, os.PathLike)) else location.path
 
 
 def _checked_phase(_ctx, _param, value):

@@ -6,8 +6,8 @@ import click
 
 from .. import output
 from ..errors import printable
-from .options import (FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, UNITS_OPTION, echo,
-                      pass_warehouse, to_terminal)
+from .options import (FORMAT_OPTION, PEAKS_OPTION, RULES_OPTION, UNITS_OPTION,
+                      current_warehouse, echo, pass_warehouse, to_terminal, warehouse_location)
 
 # Rows a result shows in a terminal unless --max-rows says otherwise (DuckDB's CLI shows 40).
 TERMINAL_ROWS = 40
@@ -31,8 +31,7 @@ TERMINAL_ROWS = 40
 @UNITS_OPTION
 @RULES_OPTION
 @PEAKS_OPTION
-@pass_warehouse
-def query(warehouse, sql, fmt, out_path, max_rows, allow_write, units, rules, peaks):
+def query(sql, fmt, out_path, max_rows, allow_write, units, rules, peaks):
     """Run SQL over every table and view; print the result.
 
     SQL is one or more statements; `-` reads them from stdin. A table (or Markdown) shows the
@@ -47,12 +46,19 @@ def query(warehouse, sql, fmt, out_path, max_rows, allow_write, units, rules, pe
     """
     if sql == "-":
         sql = sys.stdin.read()
-    warehouse = warehouse.with_rules(rules).with_peaks(peaks)
-    if out_path is not None and out_path.endswith(".parquet"):
-        rows = warehouse.query_to_parquet(sql, out_path, allow_write=allow_write)
-        click.echo(f"wrote {rows:,} rows to {printable(out_path)}", err=True)
-        return
-    results = warehouse.query(sql, allow_write=allow_write)
+    to_parquet = out_path is not None and out_path.endswith(".parquet")
+    results = None
+    if not (allow_write or rules or peaks or to_parquet):
+        from ..prepared import prepared_query  # no pyarrow, no delta-rs: see `prepared`
+
+        results = prepared_query(warehouse_location(), sql)
+    if results is None:
+        warehouse = current_warehouse().with_rules(rules).with_peaks(peaks)
+        if to_parquet:
+            rows = warehouse.query_to_parquet(sql, out_path, allow_write=allow_write)
+            click.echo(f"wrote {rows:,} rows to {printable(out_path)}", err=True)
+            return
+        results = warehouse.query(sql, allow_write=allow_write)
     if max_rows is None:
         max_rows = TERMINAL_ROWS if to_terminal(out_path) else 0
     if fmt in ("table", "markdown"):

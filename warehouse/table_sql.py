@@ -9,6 +9,7 @@ _DUCKDB_TYPES = {
     pa.int64(): "BIGINT",
     pa.int32(): "INTEGER",
     pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
     pa.string(): "VARCHAR",
     pa.list_(pa.string()): "VARCHAR[]",
     pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",

@@ -25,7 +25,7 @@ from tracewh.errors import TraceError, path_text, printable
 from tracewh.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
-from . import critical_path, identity, ops, reader, steps
+from . import call_tree, critical_path, identity, ops, reader, steps
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize
@@ -393,6 +393,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                          summaries.get("kernel_names"), default_fingerprint())
     path_rows = _in_worker(pool, critical_path.measure, staging, dict(parts), trace_id,
                            summaries.get("kernel_names"))
+    tree_rows = _in_worker(pool, call_tree.measure, staging, dict(parts), trace_id)
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
@@ -400,7 +401,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS), trace_id,
                                  summaries.get("gpu_intervals"), default_fingerprint())
     for name, table in (("step_time", step_rows), ("op_time", op_rows.result()),
-                        ("critical_path_edges", path_rows.result())):
+                        ("critical_path_edges", path_rows.result()),
+                        *tree_rows.result().items()):
         if table is not None:
             summaries[name] = table
     for replaced in merged:  # read by the worker until now

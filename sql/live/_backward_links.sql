@@ -1,3 +1,6 @@
+-- _backward_links computed from cpu_ops and flows, where the rows built at ingest
+-- (backward_links) do not exist: the warehouse was created before backward_links existed.
+--
 -- Each backward call (`autograd::engine::evaluate_function: XBackward0`) linked to the
 -- forward op that made its autograd node: the links op_backward and op_stats read.
 --

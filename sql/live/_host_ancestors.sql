@@ -1,3 +1,6 @@
+-- _host_ancestors computed from the call tree and op_kernels, where the rows built at ingest
+-- (call_ancestors) do not exist: the warehouse was created before call_ancestors existed.
+--
 -- Every ancestor of the members of the cpu_op layer that launched GPU activity and of every
 -- nn.Module frame: one row per (event, enclosing member), for the views that add GPU time
 -- up the tree (total time of an op, a module's path).

@@ -82,11 +82,16 @@ def defines(sql_text):
 
 @functools.cache
 def _modules_and_needs():
-    """({module: SQL text}, {module: [the modules whose views or macros it reads]})."""
+    """({module: SQL text}, {module: [the modules whose views or macros it reads]}). A
+    module's needs are also those of its live twin, which may read what the module as
+    written does not (_host_ancestors' reads op_kernels): one order serves both."""
     modules = {name: text for name, (_, text) in library().items()}
-    needs = {name: sorted({_defined_by()[read] for read in declared_reads(text)
-                           if _defined_by().get(read, name) != name})
+    twins = dict(_live_texts())
+    reads = {name: {*declared_reads(text), *declared_reads(twins.get(name, text))}
              for name, text in modules.items()}
+    needs = {name: sorted({_defined_by()[read] for read in reads[name]
+                           if _defined_by().get(read, name) != name})
+             for name in modules}
     return modules, needs
 
 

@@ -599,3 +599,33 @@ def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans,
     assert links == sorted(connection.execute(
         "SELECT event_index, forward_event_index, link FROM _backward_links "
         "WHERE link IS NOT NULL").fetchall())
+
+
+def test_a_warehouse_made_before_the_call_tree_tables_answers_the_same_and_refuses_writes(
+        tracewh, warehouse, sql):
+    """A warehouse whose pointer has no call_tree, kernel_ops, call_ancestors nor
+    backward_links (made before they existed, its traces without rows there): the views
+    compute the tree (the live twins) and give the same rows; a write is refused in one line
+    that says what to do, not with a traceback."""
+    from tracewh import delta
+    from tracewh.catalog import Catalog
+
+    tracewh("ingest", TRACES["dlrm0"], "--run", "r", "--phase", "train")
+    queries = [f"SELECT * FROM {view} ORDER BY ALL" for view in
+               ("op_calls", "op_kernels", "op_backward", "module_stats")]
+    stored = [sql(text) for text in queries]
+    catalog = Catalog(warehouse)
+    snapshot = catalog.snapshot()
+    tree = ("call_tree", "kernel_ops", "call_ancestors", "backward_links")
+    versions = {t: v for t, v in snapshot.versions.items() if t not in tree}
+    traces = warehouse / "traces"
+    delta.commit(traces, delta.latest_version(traces) + 1, [], "OLDER",
+                 catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    assert live_helpers(Catalog(warehouse).snapshot(), default_rules()) == (
+        "_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
+    assert [sql(text) for text in queries] == stored and len(stored[0]) > 100
+    result = tracewh("ingest", EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",
+                     "--run", "r", "--phase", "train", expect=None)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "made before the tables call_tree, kernel_ops, call_ancestors, backward_links" \
+        in result.output and "tracewh --warehouse NEW ingest" in result.output

@@ -449,24 +449,43 @@ def _generated_tables(spans, work):
     return cpu, runtime, kernels
 
 
+def _staged_tables(rows, columns):
+    """{table: its generated `rows` as the staged parts hold them} for {table: columns}."""
+    import pyarrow as pa
+
+    from tracewh.schema import TABLES
+
+    return {name: pa.Table.from_pylist([{c: r.get(c) for c in wanted} for r in rows[name]],
+                                       pa.schema([TABLES[name].schema.field(c)
+                                                  for c in wanted]))
+            for name, wanted in columns.items()}
+
+
+def _insert_rows(connection, rows):
+    """The library connection's tables `rows` names ({table: rows}) hold those rows only."""
+    for name, inserted in rows.items():
+        connection.execute(f"DELETE FROM {name}")
+        for row in inserted:
+            columns = [c for c in row if (c != "name_id" or name == "kernels")
+                       and (c != "dur_ns" or name != "instants")]
+            connection.execute(
+                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
+                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
+                [row[c] for c in columns])
+
+
 @settings(max_examples=60, deadline=None)
 @given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15),
        ranked=st.booleans())
 def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     """`ranked`: the composite keys made of ranks, as for a trace whose times, threads and
     levels would overflow them."""
-    import pyarrow as pa
-
     from tracewh.ingest import ops
     from tracewh.ingest.ops import COLUMNS, op_table
-    from tracewh.schema import TABLES
 
     cpu, runtime, kernels = _generated_tables(spans, work)
     rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": []}
-    staged = {name: pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows[name]],
-                                         pa.schema([TABLES[name].schema.field(c)
-                                                    for c in columns]))
-              for name, columns in COLUMNS.items()}
+    staged = _staged_tables(rows, COLUMNS)
     limit = ops.KEY_LIMIT
     ops.KEY_LIMIT = 0 if ranked else limit
     try:
@@ -476,14 +495,7 @@ def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     got = {} if stored is None else {r["name"]: tuple(r[c] for c in SUMMED)
                                      for r in stored.to_pylist()}
     connection = live_ops_connection()
-    connection.execute("DELETE FROM cpu_ops; DELETE FROM runtime; DELETE FROM kernels")
-    for name in ("cpu_ops", "runtime", "kernels"):
-        for row in rows[name]:
-            columns = [c for c in row if c != "name_id" or name == "kernels"]
-            connection.execute(
-                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
-                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
-                [row[c] for c in columns])
+    _insert_rows(connection, {name: rows[name] for name in ("cpu_ops", "runtime", "kernels")})
     expected = {r[0]: tuple(r[1:]) for r in connection.execute(
         f"SELECT name, {', '.join(SUMMED)} FROM op_stats").fetchall()}
     assert got == expected
@@ -523,10 +535,7 @@ TREE_SPAN = st.tuples(st.integers(0, 30), st.one_of(st.none(), st.integers(-1, 1
 @settings(max_examples=60, deadline=None)
 @given(spans=st.lists(TREE_SPAN, max_size=30), ranked=st.booleans())
 def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
-    import pyarrow as pa
-
     from tracewh.ingest import call_tree, ops
-    from tracewh.schema import TABLES
 
     rows = {"cpu_ops": [], "runtime": [], "instants": []}
     for index, (start, duration, kind, thread, module) in enumerate(spans):
@@ -536,10 +545,7 @@ def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
             "dur_ns": None if source == "instants" else duration,
             "category": {"runtime": "cuda_runtime", "instant": "[memory]"}.get(kind, kind),
             "name": "nn.Module: M" if module else f"e{index}"})
-    staged = {name: pa.Table.from_pylist([{c: r[c] for c in columns} for r in rows[name]],
-                                         pa.schema([TABLES[name].schema.field(c)
-                                                    for c in columns]))
-              for name, columns in call_tree.COLUMNS.items()}
+    staged = _staged_tables(rows, call_tree.COLUMNS)
     limit = ops.KEY_LIMIT
     ops.KEY_LIMIT = 0 if ranked else limit
     try:
@@ -549,14 +555,7 @@ def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
     got = [] if stored is None else [tuple(r[c] for c in TREE_COLUMNS)
                                      for r in stored.to_pylist()]
     connection = library_connection()
-    connection.execute("DELETE FROM cpu_ops; DELETE FROM runtime; DELETE FROM instants")
-    for name, inserted in rows.items():
-        for row in inserted:
-            columns = [c for c in row if c != "dur_ns" or name != "instants"]
-            connection.execute(
-                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
-                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
-                [row[c] for c in columns])
+    _insert_rows(connection, rows)
     assert sorted(got, key=repr) == sorted(connection.execute(HOST_LAYERS).fetchall(), key=repr)
 
 
@@ -565,29 +564,16 @@ def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
 def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans, work):
     """kernel_ops, call_ancestors and backward_links (numpy) against their SQL twins, on the
     generated threads, launches and External ids of the op_time test."""
-    import pyarrow as pa
-
     from tracewh.ingest import call_tree
     from tracewh.schema import TABLES
 
     cpu, runtime, kernels = _generated_tables(spans, work)
     rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": [],
             "instants": []}
-    staged = {name: pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows[name]],
-                                         pa.schema([TABLES[name].schema.field(c)
-                                                    for c in columns]))
-              for name, columns in call_tree.READ.items()}
-    stored = call_tree.tree_tables(staged, "t")
+    stored = call_tree.tree_tables(_staged_tables(rows, call_tree.READ), "t")
     connection = library_connection()
-    connection.execute("DELETE FROM cpu_ops; DELETE FROM runtime; DELETE FROM kernels; "
-                       "DELETE FROM instants")
-    for name in ("cpu_ops", "runtime", "kernels"):
-        for row in rows[name]:
-            columns = [c for c in row if c != "name_id" or name == "kernels"]
-            connection.execute(
-                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
-                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
-                [row[c] for c in columns])
+    _insert_rows(connection, {name: rows[name] for name in
+                              ("cpu_ops", "runtime", "kernels", "instants")})
     for table, helper in (("kernel_ops", "_kernel_ops"), ("call_ancestors", "_host_ancestors")):
         names = TABLES[table].schema.names
         got = [] if stored[table] is None else sorted(

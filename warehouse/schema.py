@@ -2,8 +2,8 @@
 
 One table per event family, so every input event lands in exactly one of them, plus `traces`
 (one row per ingested file) and `devices`. Files hold standard Parquet types only (int64, int32,
-double, string, list<string>, timestamp[us, UTC], boolean); the partition columns run, phase and rank live
-in the Hive paths of `layout`, not in the files, as Spark, Trino and Hive expect.
+double, string, list<string>, timestamp[us, UTC], boolean); the partition columns run, phase
+and rank live in the Hive paths of `layout`, not in the files, as Spark, Trino and Hive expect.
 
 This is the warehouse's central contract: every layer reads it, the ingest writes to it.
 """

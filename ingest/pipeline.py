@@ -25,7 +25,7 @@ from tracewh.errors import TraceError, path_text, printable
 from tracewh.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
-from . import critical_path, identity, ops, reader, steps
+from . import call_tree, critical_path, identity, ops, reader, steps
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize
@@ -395,6 +395,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     path_rows = _in_worker(pool, _measured_into, staging, "critical_path_edges",
                            critical_path.measure, dict(parts), trace_id,
                            summaries.get("kernel_names"))
+    tree_rows = _in_worker(pool, _measured_into, staging, None, call_tree.measure, dict(parts),
+                           trace_id)
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
@@ -403,9 +405,9 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                                  summaries.get("gpu_intervals"), default_fingerprint())
     if step_rows is not None:
         summaries["step_time"] = step_rows
-    for written in (op_rows.result(), path_rows.result()):
-        if written is not None:
-            parts[written] = [0]
+    for written in (op_rows.result(), path_rows.result(), tree_rows.result()):
+        for name in written:
+            parts[name] = [0]
     for replaced in merged:  # read by the worker until now
         replaced.unlink()
     for name, table in summaries.items():
@@ -445,15 +447,18 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
 
 
 def _measured_into(staging, name, function, *arguments):
-    """Write `function(staging, *arguments)`, the table `name` (or None), into `staging`;
-    return `name` if it was written. Run in a worker, which so sends back a name, not the
-    table: the critical path of a 254 MB trace is 84 MB of Arrow, which pickling to the
-    parent cost 1.4 s and 240 MB of its peak RSS."""
-    table = function(staging, *arguments)
-    if table is None:
-        return None
-    write_part(staging, name, 0, table)
-    return name
+    """Write `function(staging, *arguments)`, the table `name` (or None), or {table: rows or
+    None} when `name` is None, into `staging`; return the names of the tables written. Run in
+    a worker, which so sends back names, not tables: the critical path of a 254 MB trace is
+    84 MB of Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS."""
+    measured = function(staging, *arguments)
+    tables = measured if name is None else {name: measured}
+    written = []
+    for table_name, table in tables.items():
+        if table is not None:
+            write_part(staging, table_name, 0, table)
+            written.append(table_name)
+    return written
 
 
 def _in_worker(pool, function, *arguments):

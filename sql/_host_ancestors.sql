@@ -4,9 +4,11 @@
 --
 -- The ancestor at level k of an event at depth d (k < d) is the last member of level k
 -- started before it on its thread (_host_layers order); in a thread whose events nest, that
--- is the one enclosing it. One ordered pass per (thread, level), no recursion.
+-- is the one enclosing it. Built once per trace at ingest (`call_ancestors`,
+-- ingest/call_tree.py); a warehouse created before call_ancestors existed replaces this view
+-- by sql/live/_host_ancestors.sql, which computes the same rows at query time.
 --
--- Reads: _host_layers, op_kernels
+-- Reads: call_ancestors
 --
 -- Columns:
 --   layer                 cpu_op or module
@@ -16,46 +18,5 @@
 --   level                 the ancestor's depth (0: outermost)
 --   ancestor_event_index  the ancestor member
 CREATE OR REPLACE VIEW _host_ancestors AS
-WITH members AS (
-  SELECT layer, run, phase, rank, trace_id, event_index, pid, tid, pos, depth, dur_ns
-  FROM _host_layers
-  WHERE member AND layer IN ('cpu_op', 'module')
-),
-launchers AS (
-  SELECT DISTINCT run, phase, rank, trace_id, op_event_index
-  FROM op_kernels
-  WHERE op_event_index IS NOT NULL
-),
-askers AS (
-  SELECT m.*
-  FROM members AS m
-  LEFT JOIN launchers AS l
-    ON m.layer = 'cpu_op' AND l.run = m.run AND l.phase = m.phase AND l.rank = m.rank
-   AND l.trace_id = m.trace_id AND l.op_event_index = m.event_index
-  WHERE m.depth > 0 AND (m.layer = 'module' OR l.op_event_index IS NOT NULL)
-),
-levels AS (
-  SELECT DISTINCT layer, depth AS level FROM members
-),
-lookups AS (
-  SELECT layer, run, phase, rank, trace_id, pid, tid, pos, depth AS level,
-         event_index AS opener, CAST(NULL AS BIGINT) AS asker
-  FROM members
-  WHERE coalesce(dur_ns, 0) > 0
-  UNION ALL
-  SELECT a.layer, a.run, a.phase, a.rank, a.trace_id, a.pid, a.tid, a.pos, v.level,
-         CAST(NULL AS BIGINT) AS opener, a.event_index AS asker
-  FROM askers AS a
-  JOIN levels AS v ON v.layer = a.layer AND v.level < a.depth
-),
-found AS (
-  SELECT layer, run, phase, rank, trace_id, asker, level,
-         last_value(opener IGNORE NULLS) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid, level
-           ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ancestor
-  FROM lookups
-)
-SELECT layer, run, phase, rank, trace_id, asker AS event_index, level,
-       ancestor AS ancestor_event_index
-FROM found
-WHERE asker IS NOT NULL AND ancestor IS NOT NULL;
+SELECT layer, run, phase, rank, trace_id, event_index, level, ancestor_event_index
+FROM call_ancestors;

@@ -10,8 +10,10 @@
 -- up. When a thread's events nest (every pair disjoint or one inside the other), that is the
 -- innermost event enclosing it; an event that ends after that parent, or starts once it has
 -- ended, is a partial overlap and flagged (real traces: a few python_function frames around
--- context managers). Computed with ordered window passes only (no recursion, no range join);
--- correlation ids and event indices are never compared across trace_id.
+-- context managers). Correlation ids and event indices are never compared across trace_id.
+-- Built once per trace at ingest (`call_tree`, ingest/call_tree.py); a warehouse created
+-- before call_tree existed replaces this view by sql/live/_host_layers.sql, which computes
+-- the same rows with ordered window passes at query time.
 --
 -- Layers: `all` holds every cpu_ops and runtime event, each a member. The others hold their
 -- members (category cpu_op; python_function events named `nn.Module: ...`; category
@@ -21,7 +23,7 @@
 -- too, so the op, module and annotation around an instant are its parents there. An event
 -- without a duration counts as zero duration.
 --
--- Reads: cpu_ops, runtime, instants
+-- Reads: call_tree
 --
 -- Columns:
 --   layer               all, cpu_op, module or annotation
@@ -43,102 +45,7 @@
 --                       member at depth 0 (NULL for a non-member at depth 0)
 --   partial_overlap     true when the event ends after its parent or starts once it ended
 CREATE OR REPLACE VIEW _host_layers AS
-WITH host AS (
-  SELECT run, phase, rank, trace_id, event_index, 'cpu_ops' AS source, category AS cat, name,
-         pid, tid, ts_ns, dur_ns
-  FROM cpu_ops
-  UNION ALL
-  SELECT run, phase, rank, trace_id, event_index, 'runtime' AS source, category AS cat, name,
-         pid, tid, ts_ns, dur_ns
-  FROM runtime
-),
-points AS (
-  SELECT run, phase, rank, trace_id, event_index, 'instants' AS source, category AS cat,
-         name, pid, tid, ts_ns, CAST(NULL AS BIGINT) AS dur_ns
-  FROM instants
-),
-layered AS (
-  SELECT 'all' AS layer, h.*, true AS member FROM host AS h
-  UNION ALL
-  SELECT 'cpu_op' AS layer, h.*, source = 'cpu_ops' AS member
-  FROM host AS h WHERE source = 'runtime' OR cat = 'cpu_op'
-  UNION ALL
-  SELECT 'module' AS layer, h.*, source = 'cpu_ops' AS member
-  FROM host AS h
-  WHERE source = 'runtime' OR (cat = 'python_function' AND name LIKE 'nn.Module: %')
-  UNION ALL
-  SELECT 'annotation' AS layer, h.*, source = 'cpu_ops' AS member
-  FROM host AS h WHERE source = 'runtime' OR cat = 'user_annotation'
-  UNION ALL
-  SELECT layer, p.*, false AS member
-  FROM points AS p, (SELECT 'cpu_op' AS layer UNION ALL SELECT 'module'
-                     UNION ALL SELECT 'annotation') AS l
-),
-spans AS (
-  SELECT *, greatest(coalesce(dur_ns, 0), 0) AS span_ns,
-         member AND coalesce(dur_ns, 0) > 0 AS opens
-  FROM layered
-),
-markers AS (
-  SELECT layer, run, phase, rank, trace_id, pid, tid, event_index, source, cat, name, ts_ns,
-         dur_ns, member, opens, span_ns, ts_ns AS at_ns, 1 AS is_start
-  FROM spans
-  UNION ALL
-  SELECT layer, run, phase, rank, trace_id, pid, tid, event_index, source, cat, name, ts_ns,
-         dur_ns, member, opens, span_ns, ts_ns + span_ns AS at_ns, 0 AS is_start
-  FROM spans WHERE opens
-),
-counted AS (
-  SELECT *,
-         CAST(coalesce(sum(CASE WHEN is_start = 0 THEN -1 WHEN opens THEN 1 ELSE 0 END) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid
-           ORDER BY at_ns, is_start, span_ns DESC, event_index
-           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS BIGINT) AS depth,
-         CAST(sum(is_start) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid
-           ORDER BY at_ns, is_start, span_ns DESC, event_index
-           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT) AS pos
-  FROM markers
-),
-starts AS (
-  SELECT * FROM counted WHERE is_start = 1
-),
-levels AS (
-  SELECT layer, run, phase, rank, trace_id, pid, tid, pos, depth AS level, false AS asks,
-         event_index AS opener_index, ts_ns + span_ns AS opener_end_ns
-  FROM starts WHERE opens
-  UNION ALL
-  SELECT layer, run, phase, rank, trace_id, pid, tid, pos, depth - 1 AS level, true AS asks,
-         NULL AS opener_index, NULL AS opener_end_ns
-  FROM starts WHERE depth > 0
-),
-found AS (
-  SELECT layer, run, phase, rank, trace_id, pid, tid, pos, asks,
-         last_value(opener_index IGNORE NULLS) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid, level
-           ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-           AS parent_event_index,
-         last_value(opener_end_ns IGNORE NULLS) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid, level
-           ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS parent_end_ns
-  FROM levels
-),
-tops AS (
-  SELECT *,
-         last_value(CASE WHEN depth = 0 AND member THEN event_index END IGNORE NULLS) OVER (
-           PARTITION BY layer, run, phase, rank, trace_id, pid, tid
-           ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS last_top
-  FROM starts
-)
-SELECT t.layer, t.run, t.phase, t.rank, t.trace_id, t.event_index, t.source, t.cat, t.name,
-       t.pid, t.tid, t.ts_ns, t.dur_ns, t.member, t.pos, t.depth, f.parent_event_index,
-       f.parent_end_ns,
-       CASE WHEN t.depth > 0 THEN t.last_top WHEN t.member THEN t.event_index END
-         AS top_event_index,
-       coalesce(f.parent_end_ns < t.ts_ns + t.span_ns OR f.parent_end_ns <= t.ts_ns, false)
-         AS partial_overlap
-FROM tops AS t
-LEFT JOIN found AS f
-  ON f.asks AND f.layer = t.layer AND f.run = t.run AND f.phase = t.phase AND f.rank = t.rank
- AND f.trace_id = t.trace_id AND coalesce(f.pid, '') = coalesce(t.pid, '')
- AND coalesce(f.tid, '') = coalesce(t.tid, '') AND f.pos = t.pos;
+SELECT layer, run, phase, rank, trace_id, event_index, source, cat, name, pid, tid, ts_ns,
+       dur_ns, member, pos, depth, parent_event_index, parent_end_ns, top_event_index,
+       partial_overlap
+FROM call_tree;

@@ -9,9 +9,10 @@
 -- module the innermost `nn.Module: ...` python_function frame, annotation the innermost
 -- user_annotation (ProfilerStep#N is one too). Without an enclosing op, an op of the same
 -- trace with the activity's External id (the one started last, then the latest in the file)
--- stands in. Correlation and External ids are never matched across trace_id.
+-- stands in. Correlation and External ids are never matched across trace_id. The
+-- attribution is built once per trace at ingest (_kernel_ops).
 --
--- Reads: kernel_classes, runtime, cpu_ops, _host_layers
+-- Reads: kernel_classes, _kernel_ops, runtime, cpu_ops, _host_layers
 --
 -- Columns:
 --   run, phase, rank        partition
@@ -40,58 +41,18 @@
 --                           enclosing op; an op with its External id), runtime_only (a
 --                           launch, no op) or unlaunched (no launch in the trace, no op)
 CREATE OR REPLACE VIEW op_kernels AS
-WITH launches AS (
-  SELECT run, phase, rank, trace_id, correlation, event_index AS launch_event_index,
-         name AS launch, tid AS launch_tid
-  FROM (SELECT *, row_number() OVER (
-                    PARTITION BY run, phase, rank, trace_id, correlation
-                    ORDER BY ts_ns, event_index) AS nth
-        FROM runtime
-        WHERE correlation IS NOT NULL AND correlation <> 0) AS r
-  WHERE nth = 1
-),
-placed AS (
-  SELECT run, phase, rank, trace_id, event_index, layer, parent_event_index,
-         top_event_index
-  FROM _host_layers
-  WHERE source = 'runtime' AND layer IN ('cpu_op', 'module', 'annotation')
-),
-external_ops AS (
-  SELECT run, phase, rank, trace_id, external_id, event_index AS op_event_index
-  FROM (SELECT *, row_number() OVER (
-                    PARTITION BY run, phase, rank, trace_id, external_id
-                    ORDER BY ts_ns DESC, event_index DESC) AS nth
-        FROM cpu_ops
-        WHERE category = 'cpu_op' AND external_id IS NOT NULL AND external_id <> 0) AS c
-  WHERE nth = 1
-),
-linked AS (
+WITH linked AS (
   SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
-         k.dur_ns, k.device, k.stream, k.correlation, k.class, l.launch_event_index,
-         l.launch, l.launch_tid,
-         coalesce(o.parent_event_index, x.op_event_index) AS op_event_index,
-         m.parent_event_index AS module_event_index,
-         a.parent_event_index AS annotation_event_index,
-         CASE WHEN o.parent_event_index IS NOT NULL THEN 'containment'
-              WHEN x.op_event_index IS NOT NULL THEN 'external_id'
-              WHEN l.launch_event_index IS NOT NULL THEN 'runtime_only'
-              ELSE 'unlaunched' END AS link
+         k.dur_ns, k.device, k.stream, k.correlation, k.class, a.launch_event_index,
+         l.name AS launch, l.tid AS launch_tid, a.op_event_index, a.module_event_index,
+         a.annotation_event_index, a.link
   FROM kernel_classes AS k
-  LEFT JOIN launches AS l
+  JOIN _kernel_ops AS a
+    ON a.run = k.run AND a.phase = k.phase AND a.rank = k.rank AND a.trace_id = k.trace_id
+   AND a.event_index = k.event_index
+  LEFT JOIN runtime AS l
     ON l.run = k.run AND l.phase = k.phase AND l.rank = k.rank AND l.trace_id = k.trace_id
-   AND l.correlation = k.correlation
-  LEFT JOIN placed AS o
-    ON o.layer = 'cpu_op' AND o.run = k.run AND o.phase = k.phase AND o.rank = k.rank
-   AND o.trace_id = k.trace_id AND o.event_index = l.launch_event_index
-  LEFT JOIN placed AS m
-    ON m.layer = 'module' AND m.run = k.run AND m.phase = k.phase AND m.rank = k.rank
-   AND m.trace_id = k.trace_id AND m.event_index = l.launch_event_index
-  LEFT JOIN placed AS a
-    ON a.layer = 'annotation' AND a.run = k.run AND a.phase = k.phase AND a.rank = k.rank
-   AND a.trace_id = k.trace_id AND a.event_index = l.launch_event_index
-  LEFT JOIN external_ops AS x
-    ON o.parent_event_index IS NULL AND x.run = k.run AND x.phase = k.phase
-   AND x.rank = k.rank AND x.trace_id = k.trace_id AND x.external_id = k.external_id
+   AND l.event_index = a.launch_event_index
   WHERE k.category NOT IN ('gpu_user_annotation', 'cuda_sync')
 ),
 ops AS (

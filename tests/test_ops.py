@@ -267,11 +267,20 @@ def test_diff_by_op_and_trend_follow_self_gpu_time(tracewh, sql):
     assert "record_param_comms" in wrong and len(wrong.strip().splitlines()) == 1
 
 
+# The helpers read from the tables the ingest builds (ingest/call_tree.py), each with its
+# SQL twin in sql/live/ that computes the same rows at query time.
+TREE_HELPERS = ("_host_layers", "_kernel_ops", "_host_ancestors", "_backward_links")
+
+
 @functools.cache
 def library_connection():
     """The library as written over empty tables (defining it takes longer than a generated
-    example)."""
-    return written_library_connection()
+    example), the host call tree computed by its SQL (sql/live/) from the rows a test
+    inserts."""
+    connection = written_library_connection()
+    for helper in TREE_HELPERS:
+        connection.execute(dict(_live_texts())[helper])
+    return connection
 
 
 # Hypothesis: laminar families of intervals on one thread, with the tie cases the rules
@@ -379,13 +388,21 @@ def test_the_live_switch_computes_op_time_where_it_does_not_hold():
     for a warehouse created before op_time existed, and for other kernel rules (all the
     live helpers then, the classes being live)."""
     rules = default_rules()
-    current = Snapshot({"traces": 3, "op_time": 2}, 1, (rules_fingerprint(rules),))
+    trees = ("_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
+    current = Snapshot({"traces": 3, "op_time": 2, "call_tree": 2, "kernel_ops": 2,
+                        "call_ancestors": 2, "backward_links": 2}, 1,
+                       (rules_fingerprint(rules),))
     assert live_helpers(current, rules) == ()
+    with_op_time = Snapshot({"traces": 3, "op_time": 2}, 1, (rules_fingerprint(rules),))
+    assert live_helpers(with_op_time, rules) == trees
     older = Snapshot({"traces": 3}, 1, (rules_fingerprint(rules),))
-    assert live_helpers(older, rules) == ("_op_time",)
+    assert live_helpers(older, rules) == (*trees, "_op_time")
     custom = rules[1:]
     assert "_op_time" in live_helpers(current, custom)
-    assert set(live_helpers(current, custom)) == {name for name, _ in _live_texts()}
+    # the call tree follows no rules: stored wherever the warehouse has it
+    assert set(live_helpers(current, custom)) == {name for name, _ in _live_texts()} - set(
+        trees)
+    assert set(live_helpers(older, custom)) == {name for name, _ in _live_texts()}
 
 
 # op_time (ingest/ops.py, numpy) against the views it stands in for (SQL), on generated
@@ -395,7 +412,7 @@ def test_the_live_switch_computes_op_time_where_it_does_not_hold():
 @functools.cache
 def live_ops_connection():
     """The library as written over empty tables, _op_time computed from the call tree."""
-    connection = written_library_connection()
+    connection = library_connection()
     connection.execute(dict(_live_texts())["_op_time"])
     return connection
 
@@ -432,24 +449,43 @@ def _generated_tables(spans, work):
     return cpu, runtime, kernels
 
 
+def _staged_tables(rows, columns):
+    """{table: its generated `rows` as the staged parts hold them} for {table: columns}."""
+    import pyarrow as pa
+
+    from tracewh.schema import TABLES
+
+    return {name: pa.Table.from_pylist([{c: r.get(c) for c in wanted} for r in rows[name]],
+                                       pa.schema([TABLES[name].schema.field(c)
+                                                  for c in wanted]))
+            for name, wanted in columns.items()}
+
+
+def _insert_rows(connection, rows):
+    """The library connection's tables `rows` names ({table: rows}) hold those rows only."""
+    for name, inserted in rows.items():
+        connection.execute(f"DELETE FROM {name}")
+        for row in inserted:
+            columns = [c for c in row if (c != "name_id" or name == "kernels")
+                       and (c != "dur_ns" or name != "instants")]
+            connection.execute(
+                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
+                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
+                [row[c] for c in columns])
+
+
 @settings(max_examples=60, deadline=None)
 @given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15),
        ranked=st.booleans())
 def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     """`ranked`: the composite keys made of ranks, as for a trace whose times, threads and
     levels would overflow them."""
-    import pyarrow as pa
-
     from tracewh.ingest import ops
     from tracewh.ingest.ops import COLUMNS, op_table
-    from tracewh.schema import TABLES
 
     cpu, runtime, kernels = _generated_tables(spans, work)
     rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": []}
-    staged = {name: pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in rows[name]],
-                                         pa.schema([TABLES[name].schema.field(c)
-                                                    for c in columns]))
-              for name, columns in COLUMNS.items()}
+    staged = _staged_tables(rows, COLUMNS)
     limit = ops.KEY_LIMIT
     ops.KEY_LIMIT = 0 if ranked else limit
     try:
@@ -459,14 +495,123 @@ def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     got = {} if stored is None else {r["name"]: tuple(r[c] for c in SUMMED)
                                      for r in stored.to_pylist()}
     connection = live_ops_connection()
-    connection.execute("DELETE FROM cpu_ops; DELETE FROM runtime; DELETE FROM kernels")
-    for name in ("cpu_ops", "runtime", "kernels"):
-        for row in rows[name]:
-            columns = [c for c in row if c != "name_id" or name == "kernels"]
-            connection.execute(
-                f"INSERT INTO {name} (run, phase, rank, trace_id, {', '.join(columns)}) "
-                f"VALUES ('r', 'p', 0, 't', {', '.join('?' * len(columns))})",
-                [row[c] for c in columns])
+    _insert_rows(connection, {name: rows[name] for name in ("cpu_ops", "runtime", "kernels")})
     expected = {r[0]: tuple(r[1:]) for r in connection.execute(
         f"SELECT name, {', '.join(SUMMED)} FROM op_stats").fetchall()}
     assert got == expected
+
+
+# call_tree (ingest/call_tree.py, numpy) against the SQL it stands in for
+# (sql/live/_host_layers.sql): on every trace of the module's warehouse, and on generated
+# threads of every layer's members, runtime calls and instants whose spans need not nest.
+
+TREE_COLUMNS = ("layer", "trace_id", "event_index", "source", "cat", "name", "pid", "tid",
+                "ts_ns", "dur_ns", "member", "pos", "depth", "parent_event_index",
+                "parent_end_ns", "top_event_index", "partial_overlap")
+HOST_LAYERS = f"SELECT {', '.join(TREE_COLUMNS)} FROM _host_layers"
+
+
+@pytest.mark.parametrize("helper, least", [("_host_layers", 90_000), ("_kernel_ops", 4_000),
+                                           ("_host_ancestors", 1_000),
+                                           ("_backward_links", 100)])
+def test_the_stored_call_tree_equals_the_sql_call_tree(ops_warehouse, helper, least):
+    """Every trace's call_tree, kernel_ops, call_ancestors and backward_links rows, as the
+    helpers read them, are the rows their SQL twins compute from the events."""
+    connection = ops_warehouse.connection
+    define_helpers(connection, helper)
+    stored = sorted(connection.execute(f"SELECT * FROM {helper}").fetchall(), key=repr)
+    connection.execute(dict(_live_texts())[helper].replace(
+        f"VIEW {helper} AS", f"VIEW {helper}_live AS"))
+    live = sorted(connection.execute(f"SELECT * FROM {helper}_live").fetchall(), key=repr)
+    assert len(stored) > least and stored == live
+
+
+TREE_SPAN = st.tuples(st.integers(0, 30), st.one_of(st.none(), st.integers(-1, 12)),
+                      st.sampled_from(["cpu_op", "python_function", "user_annotation",
+                                       "runtime", "instant"]),
+                      st.sampled_from(["0", "1", None]), st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(TREE_SPAN, max_size=30), ranked=st.booleans())
+def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
+    from tracewh.ingest import call_tree, ops
+
+    rows = {"cpu_ops": [], "runtime": [], "instants": []}
+    for index, (start, duration, kind, thread, module) in enumerate(spans):
+        source = {"runtime": "runtime", "instant": "instants"}.get(kind, "cpu_ops")
+        rows[source].append({
+            "event_index": index, "pid": "1", "tid": thread, "ts_ns": start,
+            "dur_ns": None if source == "instants" else duration,
+            "category": {"runtime": "cuda_runtime", "instant": "[memory]"}.get(kind, kind),
+            "name": "nn.Module: M" if module else f"e{index}"})
+    staged = _staged_tables(rows, call_tree.COLUMNS)
+    limit = ops.KEY_LIMIT
+    ops.KEY_LIMIT = 0 if ranked else limit
+    try:
+        stored = call_tree.tree_table(staged, "t")
+    finally:
+        ops.KEY_LIMIT = limit
+    got = [] if stored is None else [tuple(r[c] for c in TREE_COLUMNS)
+                                     for r in stored.to_pylist()]
+    connection = library_connection()
+    _insert_rows(connection, rows)
+    assert sorted(got, key=repr) == sorted(connection.execute(HOST_LAYERS).fetchall(), key=repr)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15))
+def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans, work):
+    """kernel_ops, call_ancestors and backward_links (numpy) against their SQL twins, on the
+    generated threads, launches and External ids of the op_time test."""
+    from tracewh.ingest import call_tree
+    from tracewh.schema import TABLES
+
+    cpu, runtime, kernels = _generated_tables(spans, work)
+    rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": [],
+            "instants": []}
+    stored = call_tree.tree_tables(_staged_tables(rows, call_tree.READ), "t")
+    connection = library_connection()
+    _insert_rows(connection, {name: rows[name] for name in
+                              ("cpu_ops", "runtime", "kernels", "instants")})
+    for table, helper in (("kernel_ops", "_kernel_ops"), ("call_ancestors", "_host_ancestors")):
+        names = TABLES[table].schema.names
+        got = [] if stored[table] is None else sorted(
+            (tuple(r[c] for c in names) for r in stored[table].to_pylist()), key=repr)
+        expected = connection.execute(f"SELECT {', '.join(names)} FROM {helper}").fetchall()
+        assert got == sorted(expected, key=repr), table
+    links = [] if stored["backward_links"] is None else sorted(
+        tuple(r.values())[1:] for r in stored["backward_links"].to_pylist())
+    assert links == sorted(connection.execute(
+        "SELECT event_index, forward_event_index, link FROM _backward_links "
+        "WHERE link IS NOT NULL").fetchall())
+
+
+def test_a_warehouse_made_before_the_call_tree_tables_answers_the_same_and_refuses_writes(
+        tracewh, warehouse, sql):
+    """A warehouse whose pointer has no call_tree, kernel_ops, call_ancestors nor
+    backward_links (made before they existed, its traces without rows there): the views
+    compute the tree (the live twins) and give the same rows; a write is refused in one line
+    that says what to do, not with a traceback."""
+    from tracewh import delta
+    from tracewh.catalog import Catalog
+
+    tracewh("ingest", TRACES["dlrm0"], "--run", "r", "--phase", "train")
+    queries = [f"SELECT * FROM {view} ORDER BY ALL" for view in
+               ("op_calls", "op_kernels", "op_backward", "module_stats")]
+    stored = [sql(text) for text in queries]
+    catalog = Catalog(warehouse)
+    snapshot = catalog.snapshot()
+    tree = ("call_tree", "kernel_ops", "call_ancestors", "backward_links")
+    versions = {t: v for t, v in snapshot.versions.items() if t not in tree}
+    traces = warehouse / "traces"
+    delta.commit(traces, delta.latest_version(traces) + 1, [], "OLDER",
+                 catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
+    assert live_helpers(Catalog(warehouse).snapshot(), default_rules()) == (
+        "_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
+    assert [sql(text) for text in queries] == stored and len(stored[0]) > 100
+    result = tracewh("ingest", EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",
+                     "--run", "r", "--phase", "train", expect=None)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "made before the tables call_tree, kernel_ops, call_ancestors, backward_links" \
+        in result.output and "tracewh --warehouse NEW ingest" in result.output

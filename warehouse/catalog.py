@@ -627,6 +627,13 @@ class Catalog:
         pointer."""
         traces = self.table_path(TRACES)
         if delta.is_table(traces) and self.snapshot() is not EMPTY_SNAPSHOT:
+            missing = [name for name in TABLES if name not in self.snapshot().versions]
+            if missing:  # its older traces have no rows there: adding the tables would lie
+                raise WarehouseError(
+                    f"{printable(self.root)}: this warehouse was made before the tables "
+                    f"{', '.join(missing)} existed: it answers queries (computing what they "
+                    "would hold) but takes no writes; ingest its traces into a new warehouse "
+                    "(tracewh --warehouse NEW ingest ...) to write and to have them stored")
             return
         for name, table in TABLES.items():
             delta.create(self.table_path(name), table)

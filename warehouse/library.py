@@ -81,11 +81,16 @@ def defines(sql_text):
 
 @functools.cache
 def _modules_and_needs():
-    """({module: SQL text}, {module: [the modules whose views or macros it reads]})."""
+    """({module: SQL text}, {module: [the modules whose views or macros it reads]}). A
+    module's needs are also those of its live twin, which may read what the module as
+    written does not (_host_ancestors' reads op_kernels): one order serves both."""
     modules = {name: text for name, (_, text) in library().items()}
-    needs = {name: sorted({_defined_by()[read] for read in declared_reads(text)
-                           if _defined_by().get(read, name) != name})
+    twins = dict(_live_texts())
+    reads = {name: {*declared_reads(text), *declared_reads(twins.get(name, text))}
              for name, text in modules.items()}
+    needs = {name: sorted({_defined_by()[read] for read in reads[name]
+                           if _defined_by().get(read, name) != name})
+             for name in modules}
     return modules, needs
 
 
@@ -295,11 +300,19 @@ def live_helpers(snapshot, rules):
     measured with the default kernel rules: when the effective rules differ, or the snapshot
     holds traces classified under other rules, none of them holds. The ops' figures also do
     not hold in a warehouse created before `op_time` existed (its older traces have none):
-    there `_op_time` alone is live."""
+    there `_op_time` alone is live. The host call tree (`call_tree`, `kernel_ops`,
+    `call_ancestors`, `backward_links`) follows no rules: it is live only in a warehouse
+    created before those tables existed."""
+    trees = {"_host_layers": "call_tree", "_kernel_ops": "kernel_ops",
+             "_host_ancestors": "call_ancestors", "_backward_links": "backward_links"}
+    stored = {"_op_time": "op_time", **trees}
     if not (rules == default_rules()
             and set(snapshot.class_rules) <= {rules_fingerprint(rules)}):
-        return tuple(name for name, _ in _live_texts())
-    return () if "op_time" in snapshot.versions else ("_op_time",)
+        live = {name for name, _ in _live_texts()} - set(trees)
+    else:
+        live = set()
+    live |= {helper for helper, table in stored.items() if table not in snapshot.versions}
+    return tuple(name for name, _ in _live_texts() if name in live)
 
 
 def library_for(snapshot, rules):

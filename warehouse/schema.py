@@ -2,8 +2,8 @@
 
 One table per event family, so every input event lands in exactly one of them, plus `traces`
 (one row per ingested file) and `devices`. Files hold standard Parquet types only (int64, int32,
-double, string, list<string>, timestamp[us, UTC]); the partition columns run, phase and rank live
-in the Hive paths of `layout`, not in the files, as Spark, Trino and Hive expect.
+double, string, list<string>, timestamp[us, UTC], boolean); the partition columns run, phase
+and rank live in the Hive paths of `layout`, not in the files, as Spark, Trino and Hive expect.
 
 This is the warehouse's central contract: every layer reads it, the ingest writes to it.
 """
@@ -251,6 +251,61 @@ TABLES = {
                      "(kernels) of the communication kernel whose segment the row is on: "
                      "the trace's longest path into its start, back to and with the previous "
                      "communication kernel on it (what the job's path across ranks joins)"),
+              )),
+        Table("call_tree", "each trace's host call tree in four layers (all, cpu_op, module, "
+              "annotation), built at ingest: one row per event and layer (see _host_layers)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("layer", STR, "all, cpu_op, module or annotation"),
+                  _c("event_index", I64, "the event, in cpu_ops, runtime or instants"),
+                  _c("source", STR, "cpu_ops, runtime or instants: the table holding it"),
+                  _c("cat", STR, "its category"),
+                  _c("name", STR, "its name"),
+                  _c("pid", STR, "its process"),
+                  _c("tid", STR, "its thread"),
+                  _c("ts_ns", I64, "its start, ns"),
+                  _c("dur_ns", I64, "its duration, ns (NULL when it has none)"),
+                  _c("member", pa.bool_(), "true when it belongs to the layer (can enclose)"),
+                  _c("pos", I64, "1-based position in its thread's start order in the layer"),
+                  _c("depth", I64, "members open at its start (0: top level)"),
+                  _c("parent_event_index", I64, "the member one level up (NULL at depth 0)"),
+                  _c("parent_end_ns", I64, "that parent's end, ns"),
+                  _c("top_event_index", I64, "the outermost enclosing member (itself for a "
+                     "member at depth 0; NULL for a non-member at depth 0)"),
+                  _c("partial_overlap", pa.bool_(), "true when it ends after its parent or "
+                     "starts once its parent ended"),
+              )),
+        Table("kernel_ops", "each trace's GPU activity (not ranges nor waits) with its launch "
+              "and the op, module and annotation it is attributed to, built at ingest (see "
+              "op_kernels)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("event_index", I64, "the GPU activity's event in kernels"),
+                  _c("launch_event_index", I64, "the launch's event in runtime (NULL: none)"),
+                  _c("op_event_index", I64, "the cpu_op it is attributed to (NULL: none)"),
+                  _c("module_event_index", I64, "the innermost nn.Module frame around the "
+                     "launch"),
+                  _c("annotation_event_index", I64, "the innermost user_annotation around "
+                     "the launch"),
+                  _c("link", STR, "containment, external_id, runtime_only or unlaunched"),
+              )),
+        Table("call_ancestors", "the ancestors of each trace's nn.Module frames and of its "
+              "cpu_ops that launched GPU activity, built at ingest: one row per event and "
+              "enclosing member (see _host_ancestors)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("layer", STR, "cpu_op or module"),
+                  _c("event_index", I64, "the event (a cpu_op or an nn.Module frame)"),
+                  _c("level", I64, "the ancestor's depth (0: outermost)"),
+                  _c("ancestor_event_index", I64, "the ancestor member"),
+              )),
+        Table("backward_links", "each trace's backward calls linked to the forward op that "
+              "made their autograd node, built at ingest (see op_backward)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("event_index", I64, "the backward call's event in cpu_ops"),
+                  _c("forward_event_index", I64, "the forward op's event in cpu_ops"),
+                  _c("link", STR, "fwdbwd or sequence_number"),
               )),
         Table("devices", "deviceProperties: one row per GPU described in a trace",
               (

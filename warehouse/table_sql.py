@@ -22,7 +22,7 @@ def _duckdb_types():
     import pyarrow as pa
 
     return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE",
-            pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]",
+            pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]",
             pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ"}
 
 

@@ -1,0 +1,289 @@
+"""The per-trace table `call_tree`: the host call tree of one trace, in the four layers the
+views read (`_host_layers`), built once at ingest.
+
+op_calls, op_kernels, module_stats, collective_calls and the views over them ask of every
+host event its parent, depth and outermost enclosing event. In SQL that is ordered window
+passes over every host event of the rank (sql/live/_host_layers.sql, ~8 s for one rank of
+DeepSeek's trace scaled x64, each time a view is read). A trace's tree never changes after
+ingest, so it is built here once, with numpy (the sorted searches of ops.py's _Tree), and
+the views read the stored rows (sql/_host_layers.sql). The rules are the live view's:
+
+- per (pid, tid) and layer, events ordered by start, then longer first, then event_index;
+  an event's depth is the number of members open at its start (one ending where another
+  starts is closed by then; an event without a positive duration never opens), its parent
+  the last member opened one level up, its top the one opened at level 0 (a member at depth
+  0 is its own top); pos its 1-based place in that order among the layer's events;
+- layer `all`: every cpu_ops and runtime event, each a member; layers `cpu_op`, `module` and
+  `annotation`: their members (cpu_ops of category cpu_op; python_function events named
+  `nn.Module: ...`; category user_annotation) and, placed but never opening, every runtime
+  event and every instant;
+- partial_overlap: the event ends after its parent or starts once its parent ended.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracewh.schema import TABLES
+
+from . import ops
+from .ops import _Order, _Tree, _array, _codes, _mask, _stack
+from .summaries import contiguous
+from .writer import read_staged
+
+SOURCES = ("cpu_ops", "runtime", "instants")
+# The staged columns tree_table reads; ancestor_table reads op_time's too.
+COLUMNS = {source: ["event_index", "category", "name", "pid", "tid", "ts_ns"]
+           + (["dur_ns"] if source != "instants" else []) for source in SOURCES}
+MODULE_PREFIX = "nn.Module: "
+# The layers whose members' ancestors call_ancestors holds.
+ANCESTOR_LAYERS = ("cpu_op", "module")
+# kernel_ops' links, by code.
+LINKS = ("containment", "external_id", "runtime_only", "unlaunched")
+# The layers of a launch's parents in kernel_ops, and their columns.
+PARENTS = {"cpu_op": "op_event_index", "module": "module_event_index",
+           "annotation": "annotation_event_index"}
+# The staged columns measure reads: tree_table's, and the ids that link GPU activity.
+READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_number"],
+        "runtime": COLUMNS["runtime"] + ["correlation"],
+        "kernels": ["event_index", "category", "correlation", "external_id"],
+        "flows": ops.COLUMNS["flows"]}
+
+
+def measure(staging, parts, trace_id):
+    """{table: rows or None} of the trace staged in `staging` as `parts` ({table: part
+    numbers}): its call_tree, kernel_ops, call_ancestors and backward_links."""
+    return tree_tables(read_staged(staging, parts, READ), trace_id)
+
+
+def tree_tables(staged, trace_id):
+    """{table: rows or None} of the trace's staged tables ({table: at least READ})."""
+    trees = {}
+    tree = tree_table(staged, trace_id, trees)
+    attributed = _attribution(staged, trees)
+    return {"call_tree": tree, "kernel_ops": kernel_table(trace_id, trees, attributed),
+            "call_ancestors": None if tree is None
+            else ancestor_table(trace_id, trees, attributed[3]),
+            "backward_links": None if tree is None else backward_table(staged, trace_id)}
+
+
+class _Events:
+    """The trace's cpu_ops, runtime and instants rows, stacked in that order, as numpy
+    columns (an instant has no duration) and the Arrow columns the table copies."""
+
+    def __init__(self, staged):
+        tables = [staged[source] for source in SOURCES]
+        sizes = [len(table) for table in tables]
+        self.size = sum(sizes)
+        self.source = np.repeat(np.arange(len(SOURCES)), sizes)
+        self.columns = {name: contiguous(_stack(*(table[name] for table in tables)))
+                        for name in ("event_index", "category", "name", "pid", "tid", "ts_ns")}
+        durations = contiguous(_stack(staged["cpu_ops"]["dur_ns"], staged["runtime"]["dur_ns"],
+                                      pa.chunked_array([pa.nulls(sizes[2], pa.int64())])))
+        self.columns["dur_ns"] = durations
+        self.index = _array(self.columns["event_index"])
+        self.ts = _array(self.columns["ts_ns"])
+        self.span = np.maximum(_array(durations), 0)
+        pid, tid = _codes(self.columns["pid"]), _codes(self.columns["tid"])
+        thread = (pid + 1) * (tid.max(initial=0) + 2) + tid + 1
+        if thread.max(initial=0) > len(thread):  # many pids and tids: dense codes, <= rows
+            thread = np.unique(thread, return_inverse=True)[1].reshape(-1)
+        self.thread = thread
+
+
+def tree_table(staged, trace_id, trees=None):
+    """The trace's call_tree rows (None when it has no host event), from its staged tables
+    ({table: at least COLUMNS}); `trees` (a dict) is given the events and each layer's
+    (_Tree, members)."""
+    events = _Events(staged)
+    if trees is not None:
+        trees["events"] = events
+    if not events.size:
+        return None
+    order = _Order(events)
+    category = events.columns["category"]
+    host = events.source < 2
+    runtime, instant = events.source == 1, events.source == 2
+    cpu = events.source == 0
+    python_module = _mask(pc.and_(pc.equal(category, "python_function"),
+                                  pc.starts_with(events.columns["name"], MODULE_PREFIX)))
+    layers = {"all": (host, host),
+              "cpu_op": (cpu & _mask(pc.equal(category, "cpu_op")), runtime | instant),
+              "module": (cpu & python_module, runtime | instant),
+              "annotation": (cpu & _mask(pc.equal(category, "user_annotation")),
+                             runtime | instant)}
+    schema = TABLES["call_tree"].schema
+    parts = []
+    for layer, (member, others) in layers.items():
+        tree = _Tree(events, order, member | others, member)
+        parts.append(_layer(events, order, tree, layer, member, member | others, trace_id,
+                            schema))
+        if trees is not None and layer in PARENTS:
+            trees[layer] = (tree, member)
+    return pa.concat_tables(parts)
+
+
+def _layer(events, order, tree, layer, member, placed, trace_id, schema):
+    """One layer's rows, in the thread's start order."""
+    rows = order.rows[placed[order.rows]]
+    thread = events.thread[rows]
+    first = np.ones(len(rows), bool)
+    first[1:] = thread[1:] != thread[:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
+    depth = tree.depth[rows]
+    parent = tree.parent[rows]
+    inner = depth > 0
+    top = np.where(inner, tree.ancestor(rows, np.zeros(len(rows), np.int64)), rows)
+    top_valid = inner | member[rows]
+    safe_parent = np.maximum(parent, 0)
+    parent_end = events.ts[safe_parent] + events.span[safe_parent]
+    end = events.ts[rows] + events.span[rows]
+    partial = inner & ((parent_end < end) | (parent_end <= events.ts[rows]))
+    taken = pa.array(rows)
+    size = len(rows)
+    columns = {
+        "trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+        "layer": pa.repeat(pa.scalar(layer, pa.string()), size),
+        "event_index": pa.array(events.index[rows]),
+        "source": pa.array(SOURCES).take(pa.array(events.source[rows])),
+        "cat": events.columns["category"].take(taken),
+        "name": events.columns["name"].take(taken),
+        "pid": events.columns["pid"].take(taken),
+        "tid": events.columns["tid"].take(taken),
+        "ts_ns": events.columns["ts_ns"].take(taken),
+        "dur_ns": events.columns["dur_ns"].take(taken),
+        "member": pa.array(member[rows]),
+        "pos": pa.array(np.arange(size) - group_start + 1),
+        "depth": pa.array(depth),
+        "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
+        "parent_end_ns": pa.array(parent_end, mask=~inner),
+        "top_event_index": pa.array(events.index[np.maximum(top, 0)], mask=~top_valid),
+        "partial_overlap": pa.array(partial),
+    }
+    return pa.table(columns).select(schema.names).cast(schema)
+
+
+def _attribution(staged, trees):
+    """The GPU activity (kernels rows but ranges and waits) and its attribution, as
+    op_kernels' rules give it: (activity, launch rows, {layer: parent rows of the launch},
+    op rows, link), rows of tree_table's events, -1 for none. The launch is the runtime call
+    with the activity's correlation id (not 0), the earliest, then the first in the file; the
+    op is the launch's parent in the cpu_op layer, else the cpu_op with the activity's
+    External id (not 0), the last started, then the last in the file."""
+    events = trees["events"]
+    kernels = staged["kernels"]
+    activity = kernels.filter(pc.invert(pc.is_in(kernels["category"],
+                                                 pa.array(ops.NOT_ACTIVITY))))
+    nothing = np.full(len(activity), -1, np.int64)
+    if not events.size:  # no host event: nothing launched it
+        return activity, nothing, {layer: nothing for layer in PARENTS}, nothing, \
+            np.full(len(activity), LINKS.index("unlaunched"))
+    correlation = _array(activity["correlation"])
+    calls = np.flatnonzero(events.source == 1)
+    call_ids = _array(staged["runtime"]["correlation"])
+    calls, call_ids = calls[call_ids != 0], call_ids[call_ids != 0]
+    by_id = np.lexsort((events.index[calls], events.ts[calls], call_ids))
+    found = ops._equal(call_ids[by_id], correlation, last=False)
+    launch = nothing.copy()
+    launched = (found >= 0) & (correlation != 0)
+    launch[launched] = calls[by_id][found[launched]]
+    parents = {layer: np.where(launch >= 0, trees[layer][0].parent[np.maximum(launch, 0)], -1)
+               for layer in PARENTS}
+    op = parents["cpu_op"].copy()
+    external = _array(activity["external_id"])
+    cpu_ids = _array(staged["cpu_ops"]["external_id"])
+    carrying = np.flatnonzero(trees["cpu_op"][1][:len(cpu_ids)] & (cpu_ids != 0))
+    by_id = np.lexsort((events.index[carrying], events.ts[carrying], cpu_ids[carrying]))
+    found = ops._equal(cpu_ids[carrying][by_id], external, last=True)
+    stand_in = (op < 0) & (found >= 0) & (external != 0)
+    op[stand_in] = carrying[by_id][found[stand_in]]
+    link = np.select([parents["cpu_op"] >= 0, op >= 0, launch >= 0], [0, 1, 2], 3)
+    return activity, launch, parents, op, link
+
+
+def kernel_table(trace_id, trees, attributed):
+    """The trace's kernel_ops rows (None when it has no GPU activity)."""
+    activity, launch, parents, op, link = attributed
+    if not len(activity):
+        return None
+    index = trees["events"].index
+    size = len(activity)
+
+    def event(rows):
+        if not len(index):
+            return pa.nulls(len(rows), pa.int64())
+        return pa.array(index[np.maximum(rows, 0)], mask=rows < 0)
+
+    columns = {"trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+               "event_index": contiguous(activity["event_index"]),
+               "launch_event_index": event(launch), "op_event_index": event(op),
+               **{column: event(parents[layer]) for layer, column in PARENTS.items()
+                  if layer != "cpu_op"},
+               "link": pa.array(np.asarray(LINKS, dtype=object)[link], pa.string())}
+    return pa.table(columns).select(TABLES["kernel_ops"].schema.names).cast(
+        TABLES["kernel_ops"].schema)
+
+
+def ancestor_table(trace_id, trees, op):
+    """The trace's call_ancestors rows (None when it has none): for every nn.Module frame
+    and every cpu_op that GPU activity is attributed to (`op`, rows), at each level above it
+    the last member of its layer opened there before it on its thread; `trees` as
+    tree_table filled it."""
+    events = trees["events"]
+    askers = {"module": np.flatnonzero(trees["module"][1]),
+              "cpu_op": np.unique(op[op >= 0])}
+    schema = TABLES["call_ancestors"].schema
+    parts = []
+    for layer in ANCESTOR_LAYERS:
+        tree = trees[layer][0]
+        rows = askers[layer]
+        rows = rows[tree.depth[rows] > 0]
+        found_rows, levels, found = [], [], []
+        for level in range(int(tree.depth[rows].max(initial=0))):
+            deeper = rows[tree.depth[rows] > level]
+            ancestor = tree.ancestor(deeper, np.full(len(deeper), level, np.int64))
+            hit = ancestor >= 0
+            found_rows.append(deeper[hit])
+            levels.append(np.full(int(hit.sum()), level, np.int64))
+            found.append(ancestor[hit])
+        if not found:
+            continue
+        found_rows, levels, found = (np.concatenate(x) for x in (found_rows, levels, found))
+        size = len(found_rows)
+        parts.append(pa.table({
+            "trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+            "layer": pa.repeat(pa.scalar(layer, pa.string()), size),
+            "event_index": pa.array(events.index[found_rows]),
+            "level": pa.array(levels),
+            "ancestor_event_index": pa.array(events.index[found])}).cast(schema))
+    return pa.concat_tables(parts) if parts else None
+
+
+def backward_table(staged, trace_id):
+    """The trace's backward_links rows (None when no backward call is linked): each backward
+    call (`autograd::engine::evaluate_function: ...`) with the forward op that made its
+    autograd node, by a `fwdbwd` flow, else by sequence number (ingest/ops.py's rules, those
+    of _backward_links)."""
+    cpu = staged["cpu_ops"]
+    is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
+    calls = SimpleNamespace(ops=np.flatnonzero(is_op))
+    names = contiguous(cpu["name"]).take(pa.array(calls.ops, pa.int64()))
+    backward = np.flatnonzero(_mask(pc.starts_with(names, ops.BACKWARD_PREFIX)))
+    if not len(backward):
+        return None
+    host = ops._Host(cpu, staged["runtime"], staged["flows"])
+    forward = ops._by_flow(host, calls, backward)
+    by_flow = forward >= 0
+    forward[~by_flow] = ops._by_sequence(host, calls, names, backward[~by_flow])
+    linked = forward >= 0
+    if not linked.any():
+        return None
+    size = int(linked.sum())
+    return pa.table({
+        "trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+        "event_index": pa.array(host.index[calls.ops[backward[linked]]]),
+        "forward_event_index": pa.array(host.index[calls.ops[forward[linked]]]),
+        "link": pa.array(np.where(by_flow[linked], "fwdbwd", "sequence_number").astype(object),
+                         pa.string())}).cast(TABLES["backward_links"].schema)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import storage
 from .delta_log import changed_problem, check_commits, first_replayed, size_problem
 from .directory import STATE_DIR, TRACES, check_readable, newest_pointer
 from .errors import WarehouseError
@@ -76,7 +77,8 @@ def prepared_query(root, sql):
 def prepared_connection(root, sql):
     """A confined connection to `root`/tracewh.duckdb whose tables read the files of the runs
     `sql` is about, and only those; None where the file cannot answer it."""
-    opened = _open_current(Path(root))
+    root = _local_root(root)
+    opened = None if root is None else _open_current(root)
     if opened is None:
         return None
     connection, versions = opened
@@ -86,7 +88,13 @@ def prepared_connection(root, sql):
         if found is None:
             connection.close()
             return None
-        return _over_runs(connection, Path(root), versions, *found)
+        return _over_runs(connection, root, versions, *found)
+
+
+def _local_root(root):
+    """The warehouse's directory; None for an object store's, where no tracewh.duckdb is
+    kept (see docs/object-storage.md): its questions are asked the usual way."""
+    return None if storage.is_url(root) else Path(root)
 
 
 def connect_prepared(root, runs, reads=None, versions=None):
@@ -95,12 +103,13 @@ def connect_prepared(root, runs, reads=None, versions=None):
     about some runs asks its questions of (`diff`, `trend`, `report`). With `versions`, only
     where the file is of that snapshot (the one a Warehouse answers from). None where the
     file cannot serve."""
-    opened = _open_current(Path(root), versions)
+    root = _local_root(root)
+    opened = None if root is None else _open_current(root, versions)
     if opened is None:
         return None
     connection, versions = opened
     with _closed_on_error(connection):
-        return _over_runs(connection, Path(root), versions, set(runs),
+        return _over_runs(connection, root, versions, set(runs),
                           set(versions) if reads is None else set(reads))
 
 

@@ -33,7 +33,10 @@
 --   gpu_self_ns                  sum of those activities' durations, ns
 --   gpu_self_busy_ns             per call the union of their intervals, summed, ns
 --   gpu_total_ns                 gpu_self_ns of the calls and all the ops they enclose, ns
---   gpu_total_busy_ns            per call the union of those intervals, summed, ns
+--                                (a call within a call of its name adds nothing: the outer
+--                                one's total holds it)
+--   gpu_total_busy_ns            per call the union of those intervals, summed, ns (the same
+--                                calls)
 --   gpu_self_comm_ns             the part of gpu_self_ns in communication kernels, ns
 --   communication                true when the op launched communication kernels
 --   gpu_self_share               gpu_self_busy_ns / the rank's GPU busy time (DOUBLE)

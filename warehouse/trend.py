@@ -34,7 +34,7 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         params = [metric[len("kernel:"):]] * 2
     elif metric.startswith("op:"):
         source = ("SELECT run, phase, rank, CAST(sum(gpu_self_ns) AS DOUBLE) AS value "
-                  "FROM op_calls WHERE name = ? GROUP BY run, phase, rank")
+                  "FROM op_stats WHERE name = ? GROUP BY run, phase, rank")
         params = [metric[len("op:"):]]
     elif metric in METRICS:
         source = "SELECT run, phase, rank, value FROM run_metrics WHERE metric = ?"

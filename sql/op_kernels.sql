@@ -85,7 +85,7 @@ replays AS (
          capture_trace_id, captured_launch_event_index
   FROM graph_replay_kernels
 ),
-placing AS (
+sited AS (
   -- where each activity's launch sits: a replayed kernel's captured launch, else its own
   SELECT k.*, l.launch_event_index, l.launch, l.launch_tid, g.graph_status,
          g.captured_launch_event_index IS NOT NULL AS via_capture,
@@ -114,7 +114,7 @@ linked AS (
               WHEN x.op_event_index IS NOT NULL THEN 'external_id'
               WHEN k.launch_event_index IS NOT NULL THEN 'runtime_only'
               ELSE 'unlaunched' END AS link
-  FROM placing AS k
+  FROM sited AS k
   LEFT JOIN placed AS o
     ON o.layer = 'cpu_op' AND o.run = k.run AND o.phase = k.op_phase AND o.rank = k.rank
    AND o.trace_id = k.op_trace_id AND o.event_index = k.placed_event_index

@@ -122,7 +122,7 @@ chosen AS (
            CASE WHEN max(CASE WHEN class = 'communication' THEN 1 ELSE 0 END) = 1
                 THEN 'communication'
                 ELSE 'computation' END AS class,
-           sum(coalesce(dur_ns, 0)) AS dur_ns, NULL, NULL
+           CAST(sum(coalesce(dur_ns, 0)) AS BIGINT) AS dur_ns, NULL, NULL
     FROM op_kernels
     WHERE key_by = 'op' AND via_capture AND op_event_index IS NOT NULL
     GROUP BY run, phase, rank, trace_id, launch_event_index, op_trace_id, op_event_index,

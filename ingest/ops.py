@@ -26,7 +26,7 @@ written here without SQL:
 - busy times are unions of [ts, ts + dur) per call (self: what the call launched; total: with
   what the ops it encloses launched), summed over calls; communication is the default kernel
   rules' class; per name, the totals add up the calls with no ancestor of their name (a
-  call nested in a call of its name is already in that call's total: TraceLens's rule);
+  call nested in a call of its name is already in that call's total);
 - a backward call (`autograd::engine::evaluate_function: ...`) finds its forward op by a
   `fwdbwd` flow ending within it on its thread (the cpu_op where the flow starts: the longest
   there, then the first in the file; over several flows the smallest event_index), else by

@@ -5,7 +5,7 @@
 -- Self and total follow op_calls (an op's own GPU activity is what op_kernels attributes
 -- to it; total adds what the ops it encloses launched), summed over the calls, but a call
 -- nested in a call of the same name adds nothing to the name's total (the outer call's
--- holds it; TraceLens's rule, where torch.profiler's key_averages counts it twice).
+-- holds it, where torch.profiler's key_averages counts it twice).
 -- Kernels a graph launch replayed count for the ops that captured them (_graph_op_time:
 -- one call per captured op and launch, no CPU time of its own: the launch's).
 -- Busy times are per-call unions, summed over calls (gpu_self_busy_ns is TraceLens's

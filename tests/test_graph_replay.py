@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tracewh.cli import cli
 
-from .conftest import SHARED, require
+from .conftest import SHARED, mart_frame, require
 
 INFERENCE = SHARED / "tracelens" / "inference"
 REPLAY = INFERENCE / "vllm_decode_full_graph_execution.json.gz"
@@ -194,3 +194,14 @@ def test_agrees_with_tracelens_merge(paired):
             <= calls, row["name"]
         assert abs(op["gpu_total_busy_ns"]
                    - float(row["total_subtree_kernel_time_sum"]) * 1000) <= calls, row["name"]
+
+
+def test_the_matching_is_stored_by_the_refresh(paired):
+    """graph_replay_kernels is a mart: the ingest's refresh stores its rows, equal to the
+    view's, and queries over the warehouse read them instead of matching again."""
+    mart = mart_frame(paired, "graph_replay_kernels")
+    view = query(paired, "SELECT * FROM graph_replay_kernels")
+    assert mart.height == len(view) == REPLAYED
+    key = ("trace_id", "event_index", "graph_status", "captured_launch_event_index")
+    assert sorted(tuple(r[k] for k in key) for r in mart.iter_rows(named=True)) == \
+        sorted(tuple(r[k] for k in key) for r in view)

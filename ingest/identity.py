@@ -8,6 +8,8 @@ from tracewh.errors import TraceError
 from tracewh.names import check_name, check_phase, rank_problem, sanitise_name
 
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
+CAPTURE_PHASE = "capture"
+CAPTURE_CALL = "StreamBeginCapture"  # cudaStreamBeginCapture, hipStreamBeginCapture
 # At most 40 digits, here and in _DIGITS: Python refuses int() of thousands of digits, and
 # 40 are more than any rank has.
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d{1,40})", re.IGNORECASE)
@@ -34,6 +36,16 @@ def resolve_phase(option, path):
         if phase in words:
             return phase
     return "unknown"
+
+
+def capture_phase(option, phase, runtime_names):
+    """The phase of a trace recorded while CUDA/HIP graphs were captured: `capture` when its
+    runtime calls (the distinct names `runtime_names` yields) begin a stream capture and no
+    --phase was given, else `phase`. Its graphs' launches are what the replays of the same
+    run are attributed through (sql/_graph_replay.sql)."""
+    if option is None and any(CAPTURE_CALL in name for name in runtime_names):
+        return CAPTURE_PHASE
+    return phase
 
 
 def resolve_rank(option, distributed_info, path):

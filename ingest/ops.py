@@ -25,7 +25,8 @@ written here without SQL:
   started, then the last in the file);
 - busy times are unions of [ts, ts + dur) per call (self: what the call launched; total: with
   what the ops it encloses launched), summed over calls; communication is the default kernel
-  rules' class;
+  rules' class; per name, the totals add up the calls with no ancestor of their name (a
+  call nested in a call of its name is already in that call's total);
 - a backward call (`autograd::engine::evaluate_function: ...`) finds its forward op by a
   `fwdbwd` flow ending within it on its thread (the cpu_op where the flow starts: the longest
   there, then the first in the file; over several flows the smallest event_index), else by
@@ -75,8 +76,9 @@ def op_table(staged, trace_id, kernel_names, rules):
     host = _Host(cpu, runtime, flows)
     calls = _Calls(host, np.flatnonzero(is_op))
     calls.attribute(_work(host, calls, kernels, kernel_names))
-    calls.count_children(host)
     names = contiguous(cpu["name"]).take(pa.array(calls.ops))
+    calls.mark_nested(_codes(names))
+    calls.count_children(host)
     return _per_name(trace_id, names, calls, _backward_links(host, calls, names), rules)
 
 
@@ -246,6 +248,7 @@ class _Calls:
         self.gpu_self_busy_ns = np.zeros(len(ops), np.int64)
         self.gpu_total_ns = np.zeros(len(ops), np.int64)
         self.gpu_total_busy_ns = np.zeros(len(ops), np.int64)
+        self.nested = np.zeros(len(ops), bool)  # see mark_nested
 
     def launch_ops(self, host):
         """The call slot enclosing each runtime row (-1: none), by runtime row."""
@@ -264,6 +267,19 @@ class _Calls:
         np.add.at(self.gpu_total_ns, holders, dur[items])
         self.gpu_total_busy_ns += _union_lengths(holders, start[items],
                                                  start[items] + dur[items], len(self.ops))
+
+    def mark_nested(self, names):
+        """nested: the calls with an ancestor of their own name (codes `names`, by call
+        slot), whose GPU time the name's total already holds through that ancestor."""
+        rows = self.ops
+        depth = self.tree.depth[rows]
+        for level in range(int(depth.max(initial=0))):
+            deeper = np.flatnonzero(depth > level)
+            found = self.tree.ancestor(rows[deeper], level)
+            known = found >= 0
+            inner = names[deeper[known]]
+            same = (names[self.slot[found[known]]] == inner) & (inner >= 0)  # NULL: no name
+            self.nested[deeper[known][same]] = True
 
     def _holders(self, launchers, slot):
         """(holder slot, work item) pairs: each item's call and every call enclosing it (its
@@ -501,9 +517,11 @@ def _per_name(trace_id, names, calls, links, rules):
     add("gpu_calls", every, calls.gpu_kernels > 0)
     add("host_ns", every, calls.host_ns)
     add("host_self_ns", every, calls.host_ns - calls.child_ns)
-    for column in ("gpu_kernels", "gpu_self_ns", "gpu_self_busy_ns", "gpu_total_ns",
-                   "gpu_total_busy_ns", "gpu_self_comm_ns"):
+    for column in ("gpu_kernels", "gpu_self_ns", "gpu_self_busy_ns", "gpu_self_comm_ns"):
         add(column, every, getattr(calls, column))
+    outermost = np.flatnonzero(~calls.nested)  # a nested call of the name adds nothing
+    for column in ("gpu_total_ns", "gpu_total_busy_ns"):
+        add(column, outermost, getattr(calls, column)[outermost])
     backward, forward = links
     named = code[forward] < len(encoded.dictionary)  # a forward op without a name counts nowhere
     backward, forward = backward[named], forward[named]

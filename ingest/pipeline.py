@@ -38,7 +38,7 @@ from .sources import (HashedTrace, file_digest, file_state, json_size_limit,
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
-                     shift_times, write_part, write_whole)
+                     shift_times, staged_distinct, write_part, write_whole)
 
 
 HASH_FIRST_LIMIT = 64 << 20
@@ -285,7 +285,8 @@ class _Committer:
             return None  # staging reports it
         run = identity.resolve_run(self.options.run, path)
         phase = identity.resolve_phase(self.options.phase, path)
-        for trace in self.catalog.traces_of(run, phase):
+        phases = [phase] if self.options.phase else [phase, identity.CAPTURE_PHASE]
+        for trace in (t for each in phases for t in self.catalog.traces_of(run, each)):
             if trace.sha256 == sha256 and self.options.rank in (None, trace.rank):
                 return _unchanged(path, trace)
         return None
@@ -401,6 +402,9 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
         merged += replaced
+    if options.phase is None:  # the names only: a dictionary read of the runtime parts
+        phase = identity.capture_phase(None, phase,
+                                       staged_distinct(staging, parts, "runtime", "name"))
     step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS), trace_id,
                                  summaries.get("gpu_intervals"), default_fingerprint())
     if step_rows is not None:

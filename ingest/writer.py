@@ -97,6 +97,20 @@ def read_staged(directory, parts, columns):
     return read
 
 
+def staged_distinct(directory, parts, name, column):
+    """The distinct values of a string `column` of the staged parts of table `name`, read as
+    Parquet dictionaries (the values, never a string per row): a test of the names a trace
+    holds at a fraction of reading them."""
+    values = set()
+    for part in parts.get(name, ()):
+        read = pq.read_table(directory / staged_name(name, part), columns=[column],
+                             read_dictionary=[column])[column]
+        for chunk in read.chunks:
+            values.update(chunk.dictionary.to_pylist())
+    values.discard(None)
+    return values
+
+
 def write_whole(directory, name, rows):
     """A small table written from Python rows (devices), as part 0."""
     table = pa.Table.from_pylist(rows, schema=TABLES[name].schema)

@@ -6,9 +6,11 @@
 -- started before it on its thread (_host_layers order); in a thread whose events nest, that
 -- is the one enclosing it. Built once per trace at ingest (`call_ancestors`,
 -- ingest/call_tree.py); a warehouse created before call_ancestors existed replaces this view
--- by sql/live/_host_ancestors.sql, which computes the same rows at query time.
+-- by sql/live/_host_ancestors.sql, which computes the same rows at query time. The ops of a
+-- capture trace that replayed kernels are attributed to (see op_kernels) are known only once
+-- the run holds the replay: their ancestors are found here, in the capture traces only.
 --
--- Reads: call_ancestors
+-- Reads: call_ancestors, _host_layers, op_kernels
 --
 -- Columns:
 --   layer                 cpu_op or module
@@ -18,5 +20,55 @@
 --   level                 the ancestor's depth (0: outermost)
 --   ancestor_event_index  the ancestor member
 CREATE OR REPLACE VIEW _host_ancestors AS
+WITH captured AS (
+  -- the ops of a capture trace that replayed kernels are attributed to (op_kernels, through
+  -- graph_replay_kernels): known only once the run holds the replay, so not at ingest
+  SELECT DISTINCT k.run, k.op_phase AS phase, k.rank, k.op_trace_id AS trace_id,
+         k.op_event_index AS event_index
+  FROM op_kernels AS k
+  WHERE k.via_capture AND k.op_event_index IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM call_ancestors AS c
+                    WHERE c.layer = 'cpu_op' AND c.run = k.run AND c.phase = k.op_phase
+                      AND c.rank = k.rank AND c.trace_id = k.op_trace_id
+                      AND c.event_index = k.op_event_index)
+),
+members AS (
+  SELECT l.run, l.phase, l.rank, l.trace_id, l.event_index, l.pid, l.tid, l.pos, l.depth,
+         l.dur_ns
+  FROM _host_layers AS l
+  WHERE l.member AND l.layer = 'cpu_op'
+    AND l.trace_id IN (SELECT trace_id FROM captured)
+),
+levels AS (
+  SELECT m.run, m.phase, m.rank, m.trace_id, m.pid, m.tid, m.pos, m.depth, m.event_index,
+         v.level
+  FROM members AS m
+  JOIN captured AS c
+    ON c.run = m.run AND c.phase = m.phase AND c.rank = m.rank AND c.trace_id = m.trace_id
+   AND c.event_index = m.event_index
+  JOIN (SELECT DISTINCT depth AS level FROM members) AS v ON v.level < m.depth
+),
+lookups AS (
+  SELECT run, phase, rank, trace_id, pid, tid, pos, depth AS level, event_index AS opener,
+         CAST(NULL AS BIGINT) AS asker
+  FROM members
+  WHERE coalesce(dur_ns, 0) > 0
+  UNION ALL
+  SELECT run, phase, rank, trace_id, pid, tid, pos, level, CAST(NULL AS BIGINT) AS opener,
+         event_index AS asker
+  FROM levels
+),
+found AS (
+  SELECT run, phase, rank, trace_id, asker, level,
+         last_value(opener IGNORE NULLS) OVER (
+           PARTITION BY run, phase, rank, trace_id, pid, tid, level
+           ORDER BY pos ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ancestor
+  FROM lookups
+)
 SELECT layer, run, phase, rank, trace_id, event_index, level, ancestor_event_index
-FROM call_ancestors;
+FROM call_ancestors
+UNION ALL
+SELECT 'cpu_op' AS layer, run, phase, rank, trace_id, asker AS event_index, level,
+       ancestor AS ancestor_event_index
+FROM found
+WHERE asker IS NOT NULL AND ancestor IS NOT NULL;

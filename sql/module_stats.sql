@@ -8,7 +8,10 @@
 -- (op_kernels.module); self time is the activity whose innermost module has this path,
 -- total time adds that of the paths below it. Activity with no module around its launch
 -- (no launch, no module frames in the trace) is the row with a NULL module_path. Durations
--- are summed (activities running at once on several streams count each).
+-- are summed (activities running at once on several streams count each). A kernel a graph
+-- launch replayed belongs to the module path around the launch that captured it
+-- (op_kernels.via_capture), counted in the replay's phase: a call is a captured module frame
+-- in one graph launch.
 --
 -- Reads: _host_layers, _host_ancestors, op_kernels
 --
@@ -56,6 +59,32 @@ activity AS (
   SELECT k.run, k.phase, k.rank, k.trace_id, k.module_event_index,
          coalesce(k.dur_ns, 0) AS dur_ns
   FROM op_kernels AS k
+  WHERE NOT k.via_capture OR k.module_event_index IS NULL
+),
+replayed AS (
+  -- a replayed kernel's captured module frame and the frames around it, in the capture
+  SELECT k.run, k.phase, k.rank, k.op_trace_id, k.launch_event_index, l.ancestor_event_index,
+         l.ancestor_event_index = k.module_event_index AS own,
+         coalesce(k.dur_ns, 0) AS dur_ns
+  FROM op_kernels AS k
+  JOIN lineage AS l
+    ON l.run = k.run AND l.rank = k.rank AND l.trace_id = k.op_trace_id
+   AND l.event_index = k.module_event_index
+  WHERE k.via_capture
+),
+replayed_paths AS (
+  SELECT r.run, r.phase, r.rank, f.module_path, min(f.module) AS module,
+         min(f.depth) AS depth,
+         count(DISTINCT CAST(r.launch_event_index AS VARCHAR) || '/'
+                        || CAST(r.ancestor_event_index AS VARCHAR)) AS calls,
+         count(CASE WHEN r.own THEN 1 END) AS gpu_kernels,
+         CAST(sum(CASE WHEN r.own THEN r.dur_ns ELSE 0 END) AS BIGINT) AS gpu_self_ns,
+         CAST(sum(r.dur_ns) AS BIGINT) AS gpu_total_ns
+  FROM replayed AS r
+  JOIN framed AS f
+    ON f.run = r.run AND f.rank = r.rank AND f.trace_id = r.op_trace_id
+   AND f.event_index = r.ancestor_event_index
+  GROUP BY r.run, r.phase, r.rank, f.module_path
 ),
 own AS (
   SELECT run, phase, rank, trace_id, module_event_index, count(*) AS gpu_kernels,
@@ -71,7 +100,8 @@ total AS (
     ON o.run = l.run AND o.phase = l.phase AND o.rank = l.rank AND o.trace_id = l.trace_id
    AND o.module_event_index = l.event_index
   GROUP BY l.run, l.phase, l.rank, l.trace_id, l.ancestor_event_index
-)
+),
+eager AS (
 SELECT f.run, f.phase, f.rank, f.module_path, min(f.module) AS module, min(f.depth) AS depth,
        count(*) AS calls, CAST(coalesce(sum(o.gpu_kernels), 0) AS BIGINT) AS gpu_kernels,
        CAST(coalesce(sum(o.gpu_self_ns), 0) AS BIGINT) AS gpu_self_ns,
@@ -90,4 +120,11 @@ SELECT run, phase, rank, NULL AS module_path, NULL AS module, NULL AS depth,
        CAST(sum(dur_ns) AS BIGINT) AS gpu_total_ns
 FROM activity
 WHERE module_event_index IS NULL
-GROUP BY run, phase, rank;
+GROUP BY run, phase, rank
+)
+SELECT run, phase, rank, module_path, min(module) AS module, min(depth) AS depth,
+       CAST(sum(calls) AS BIGINT) AS calls, CAST(sum(gpu_kernels) AS BIGINT) AS gpu_kernels,
+       CAST(sum(gpu_self_ns) AS BIGINT) AS gpu_self_ns,
+       CAST(sum(gpu_total_ns) AS BIGINT) AS gpu_total_ns
+FROM (SELECT * FROM eager UNION ALL SELECT * FROM replayed_paths) AS m
+GROUP BY run, phase, rank, module_path;

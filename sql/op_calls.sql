@@ -39,7 +39,7 @@ attributed AS (
   SELECT run, phase, rank, trace_id, op_event_index, ts_ns, coalesce(dur_ns, 0) AS dur_ns,
          class = 'communication' AS comm
   FROM op_kernels
-  WHERE op_event_index IS NOT NULL
+  WHERE op_event_index IS NOT NULL AND NOT via_capture  -- a capture's op: _graph_op_time
 ),
 enclosing AS (
   SELECT run, phase, rank, trace_id, op_event_index AS holder, ts_ns, dur_ns, comm,

@@ -3,8 +3,11 @@
 -- it encloses (total), and the backward time of the ops whose autograd nodes ran backward.
 --
 -- Self and total follow op_calls (an op's own GPU activity is what op_kernels attributes
--- to it; total adds what the ops it encloses launched), summed over the calls: a call nested
--- in another of the same name counts in both totals, as in torch.profiler's key_averages.
+-- to it; total adds what the ops it encloses launched), summed over the calls, but a call
+-- nested in a call of the same name adds nothing to the name's total (the outer call's
+-- holds it, where torch.profiler's key_averages counts it twice).
+-- Kernels a graph launch replayed count for the ops that captured them (_graph_op_time:
+-- one call per captured op and launch, no CPU time of its own: the launch's).
 -- Busy times are per-call unions, summed over calls (gpu_self_busy_ns is TraceLens's
 -- "direct kernel time"). Communication kernels are kept and flagged (gpu_self_comm_ns,
 -- communication). GPU activity no op launched is in op_kernels (link runtime_only or
@@ -18,7 +21,7 @@
 -- read through _op_time), and summed here over the rank's traces; where the stored figures
 -- do not hold (other kernel rules), _op_time computes them from the call tree instead.
 --
--- Reads: _op_time, rank_gpu_time
+-- Reads: _op_time, _graph_op_time, rank_gpu_time
 --
 -- Columns:
 --   run, phase, rank             partition
@@ -33,7 +36,10 @@
 --   gpu_self_ns                  sum of those activities' durations, ns
 --   gpu_self_busy_ns             per call the union of their intervals, summed, ns
 --   gpu_total_ns                 gpu_self_ns of the calls and all the ops they enclose, ns
---   gpu_total_busy_ns            per call the union of those intervals, summed, ns
+--                                (a call within a call of its name adds nothing: the outer
+--                                one's total holds it)
+--   gpu_total_busy_ns            per call the union of those intervals, summed, ns (the same
+--                                calls)
 --   gpu_self_comm_ns             the part of gpu_self_ns in communication kernels, ns
 --   communication                true when the op launched communication kernels
 --   gpu_self_share               gpu_self_busy_ns / the rank's GPU busy time (DOUBLE)
@@ -57,7 +63,7 @@ WITH per_name AS (
          CAST(sum(backward_calls) AS BIGINT) AS backward_calls,
          CAST(sum(backward_gpu_total_ns) AS BIGINT) AS backward_gpu_total_ns,
          CAST(sum(backward_gpu_total_busy_ns) AS BIGINT) AS backward_gpu_total_busy_ns
-  FROM _op_time
+  FROM (SELECT * FROM _op_time UNION ALL SELECT * FROM _graph_op_time) AS t
   GROUP BY run, phase, rank, name
 )
 SELECT p.run, p.phase, p.rank, p.name, p.calls, p.gpu_calls, p.host_ns, p.host_self_ns,

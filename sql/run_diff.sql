@@ -13,7 +13,8 @@
 -- other side's, both NULL every phase. Nothing is compared when both sides are the same run
 -- and phase. key_by is 'name', 'short_name' (runs on other builds or hardware), 'class',
 -- 'op' (operators: one row per cpu_op name, its calls that launched GPU activity and their
--- self GPU time from op_calls; the activity no op launched is the row '(no op)', counted per
+-- self GPU time from op_calls, and a graph replay's kernels as the captured ops' calls, one
+-- per op and launch; the activity no op launched is the row '(no op)', counted per
 -- activity), 'collective' (communication kernels as their collective, process group and
 -- power-of-two size bucket, `all_to_all group 0 16-32 KiB` holding 16384 to 32767 bytes, so
 -- that all-to-all-v calls whose sizes vary a little from step to step stay one row; from
@@ -118,6 +119,17 @@ chosen AS (
     SELECT run, phase, rank, '(no op)' AS key, class, dur_ns, NULL, NULL
     FROM op_kernels
     WHERE key_by = 'op' AND op_event_index IS NULL AND dur_ns IS NOT NULL
+    UNION ALL
+    -- a graph replay's kernels: a call per captured op and launch (_graph_op_time's)
+    SELECT run, phase, rank, op_name AS key,
+           CASE WHEN max(CASE WHEN class = 'communication' THEN 1 ELSE 0 END) = 1
+                THEN 'communication'
+                ELSE 'computation' END AS class,
+           CAST(sum(coalesce(dur_ns, 0)) AS BIGINT) AS dur_ns, NULL, NULL
+    FROM op_kernels
+    WHERE key_by = 'op' AND via_capture AND op_event_index IS NOT NULL
+    GROUP BY run, phase, rank, trace_id, launch_event_index, op_trace_id, op_event_index,
+             op_name
     UNION ALL
     SELECT run, phase, rank, bound_by || ' rank ' || CAST(rank AS VARCHAR) AS key,
            bound_by AS class, ns AS dur_ns, NULL, NULL

@@ -62,7 +62,8 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
         for name in MARTS:
             mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
             assert mart.columns == view.columns + EXTRA_COLUMNS, name
-            assert len(view) > 0, name
+            # DLRM has no graph launch: test_graph_replay compares that mart on a replay
+            assert len(view) > 0 or name == "graph_replay_kernels", name
             assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
     assert copies == [{*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"},
                       set(marts.SUMMARIES), set(marts.SUMMARIES), set(marts.SUMMARIES)]

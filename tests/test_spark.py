@@ -32,6 +32,8 @@ DEEPSEEK_TRAIN = SHARED / "deepseek-profile-data" / "train.json"
 ANNOTATED = SHARED / "hta" / "with_gpu_user_annotation"
 # TraceLens's H100 inference trace: [memory] events, for the memory views
 WITH_MEMORY = SHARED / "tracelens" / "h100" / "Falconsai_nsfw_image_detection__1016002.json.gz"
+GRAPH_REPLAY = SHARED / "tracelens" / "inference" / "vllm_decode_full_graph_execution.json.gz"
+GRAPH_CAPTURE = SHARED / "tracelens" / "inference" / "vllm_decode_full_capture"
 SCRIPT_QUERY = "overlap WHERE run = 'dlrm-half'"
 
 
@@ -39,7 +41,8 @@ SCRIPT_QUERY = "overlap WHERE run = 'dlrm-half'"
 def multi_run(tmp_path_factory):
     """The 8-rank DLRM step; 4 of its ranks as train and 2 as eval (other ranks, two phases);
     with ../shared, DeepSeek's DualPipe training step (DeepEP kernels), HTA's trace with
-    gpu_user_annotation ranges and TraceLens's H100 trace with memory events."""
+    gpu_user_annotation ranges, TraceLens's H100 trace with memory events and its vLLM graph
+    replay with the capture of its graph."""
     from tracewh.cli import cli
     from click.testing import CliRunner
 
@@ -61,6 +64,9 @@ def multi_run(tmp_path_factory):
         ingest(ANNOTATED, "--run", "annotated", "--phase", "train")
     if WITH_MEMORY.exists():
         ingest(WITH_MEMORY, "--run", "memory", "--phase", "inference")
+    if GRAPH_REPLAY.exists():  # a graph replay and its capture (graph_replay_kernels)
+        ingest(GRAPH_REPLAY, "--run", "graphs", "--phase", "decode")
+        ingest(GRAPH_CAPTURE, "--run", "graphs")
     return root
 
 

@@ -51,8 +51,10 @@ from .library import (library_fingerprint, library_modules_in_order, modules_rea
                       tables_read_by)
 from .parquet import parquet_writer
 
+# graph_replay_kernels: the matching of replayed graphs to their capture, a run's
+# question that op_kernels reads, made once per refresh rather than by every query
 MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
-         "launch_latency_summary", "kernel_class_histogram")
+         "launch_latency_summary", "kernel_class_histogram", "graph_replay_kernels")
 STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
 FORMAT = 2  # of the marts' files (2: not partitioned, compacted): a change rebuilds them
 TARGET_BYTES = 8 << 20  # a file this large is no longer merged with new rows

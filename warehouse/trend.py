@@ -29,7 +29,7 @@ def trend_reads(metric):
     if metric.startswith("kernel:"):
         return ("kernel_classes", "kernel_name_classes", "runs")
     if metric.startswith("op:"):
-        return ("op_calls", "cpu_ops", "runs")
+        return ("op_stats", "cpu_ops", "runs")
     if metric.startswith("critical_path:"):
         return ("rank_critical_path_breakdown", "runs")
     return ("collective_waits", "runs") if metric == "algbw_gbps" else ("run_metrics", "runs")
@@ -47,7 +47,7 @@ def trend(connection, metric, last=None, tag=None, order_by_tag=None, phase=None
         params = [metric[len("kernel:"):]] * 2
     elif metric.startswith("op:"):
         source = ("SELECT run, phase, rank, CAST(sum(gpu_self_ns) AS DOUBLE) AS value "
-                  "FROM op_calls WHERE name = ? GROUP BY run, phase, rank")
+                  "FROM op_stats WHERE name = ? GROUP BY run, phase, rank")
         params = [metric[len("op:"):]]
     elif metric.startswith("critical_path:") and metric[len("critical_path:"):] in PATH_CLASSES:
         # the rank's own path's time in the class, over the steps of its captures

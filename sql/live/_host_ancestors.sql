@@ -25,7 +25,8 @@ WITH members AS (
   WHERE member AND layer IN ('cpu_op', 'module')
 ),
 launchers AS (
-  SELECT DISTINCT run, phase, rank, trace_id, op_event_index
+  -- a replayed kernel's op is in the capture's trace (op_phase, op_trace_id)
+  SELECT DISTINCT run, op_phase AS phase, rank, op_trace_id AS trace_id, op_event_index
   FROM op_kernels
   WHERE op_event_index IS NOT NULL
 ),

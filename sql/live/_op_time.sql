@@ -8,7 +8,7 @@
 -- encloses (_host_tree). The backward columns add up the backward calls linked to this op
 -- as their forward op (_backward_links).
 --
--- Reads: op_calls, _host_tree, _backward_links
+-- Reads: op_calls, _host_tree, _host_ancestors, _backward_links
 --
 -- Columns:
 --   run, phase, rank             partition
@@ -22,8 +22,11 @@
 --   gpu_kernels                  GPU activities the calls launched themselves
 --   gpu_self_ns                  sum of those activities' durations, ns
 --   gpu_self_busy_ns             per call the union of their intervals, summed, ns
---   gpu_total_ns                 gpu_self_ns of the calls and all the ops they enclose, ns
---   gpu_total_busy_ns            per call the union of those intervals, summed, ns
+--   gpu_total_ns                 gpu_self_ns of the calls and all the ops they enclose, ns;
+--                                a call within a call of its name adds nothing (the outer
+--                                one's total holds it)
+--   gpu_total_busy_ns            per call the union of those intervals, summed (the same
+--                                calls), ns
 --   gpu_self_comm_ns             the part of gpu_self_ns in communication kernels, ns
 --   backward_calls               backward calls linked to calls of this op
 --   backward_gpu_total_ns        their gpu_total_ns summed, ns
@@ -43,19 +46,36 @@ calls AS (
     ON c.run = o.run AND c.phase = o.phase AND c.rank = o.rank AND c.trace_id = o.trace_id
    AND c.event_index = o.event_index
 ),
+nested AS (
+  -- the calls within a call of their own name: the name's total holds them already
+  SELECT DISTINCT y.run, y.phase, y.rank, y.trace_id, y.event_index
+  FROM _host_ancestors AS y
+  JOIN calls AS c
+    ON c.run = y.run AND c.phase = y.phase AND c.rank = y.rank AND c.trace_id = y.trace_id
+   AND c.event_index = y.event_index
+  JOIN calls AS a
+    ON a.run = y.run AND a.phase = y.phase AND a.rank = y.rank AND a.trace_id = y.trace_id
+   AND a.event_index = y.ancestor_event_index
+  WHERE y.layer = 'cpu_op' AND a.name = c.name
+),
 per_name AS (
-  SELECT run, phase, rank, trace_id, name, count(*) AS calls,
+  SELECT c.run, c.phase, c.rank, c.trace_id, c.name, count(*) AS calls,
          count(CASE WHEN gpu_kernels > 0 THEN 1 END) AS gpu_calls,
          CAST(sum(coalesce(dur_ns, 0)) AS BIGINT) AS host_ns,
          CAST(sum(coalesce(dur_ns, 0) - child_ns) AS BIGINT) AS host_self_ns,
          CAST(sum(gpu_kernels) AS BIGINT) AS gpu_kernels,
          CAST(sum(gpu_self_ns) AS BIGINT) AS gpu_self_ns,
          CAST(sum(gpu_self_busy_ns) AS BIGINT) AS gpu_self_busy_ns,
-         CAST(sum(gpu_total_ns) AS BIGINT) AS gpu_total_ns,
-         CAST(sum(gpu_total_busy_ns) AS BIGINT) AS gpu_total_busy_ns,
+         CAST(sum(CASE WHEN n.event_index IS NULL THEN gpu_total_ns ELSE 0 END) AS BIGINT)
+           AS gpu_total_ns,
+         CAST(sum(CASE WHEN n.event_index IS NULL THEN gpu_total_busy_ns ELSE 0 END)
+              AS BIGINT) AS gpu_total_busy_ns,
          CAST(sum(gpu_self_comm_ns) AS BIGINT) AS gpu_self_comm_ns
-  FROM calls
-  GROUP BY run, phase, rank, trace_id, name
+  FROM calls AS c
+  LEFT JOIN nested AS n
+    ON n.run = c.run AND n.phase = c.phase AND n.rank = c.rank AND n.trace_id = c.trace_id
+   AND n.event_index = c.event_index
+  GROUP BY c.run, c.phase, c.rank, c.trace_id, c.name
 ),
 backward AS (
   SELECT b.run, b.phase, b.rank, b.trace_id, b.forward_name AS name, count(*) AS backward_calls,

@@ -117,64 +117,6 @@ linked AS (
    AND a.event_index = k.captured_launch_event_index
 ),
 ops AS (
-  SELECT run, phase, rank, trace_id, external_id, event_index AS op_event_index
-  FROM (SELECT *, row_number() OVER (
-                    PARTITION BY run, phase, rank, trace_id, external_id
-                    ORDER BY ts_ns DESC, event_index DESC) AS nth
-        FROM cpu_ops
-        WHERE category = 'cpu_op' AND external_id IS NOT NULL AND external_id <> 0) AS c
-  WHERE nth = 1
-),
-replays AS (
-  SELECT run, phase, rank, trace_id, event_index, graph_status, capture_phase,
-         capture_trace_id, captured_launch_event_index
-  FROM graph_replay_kernels
-),
-sited AS (
-  -- where each activity's launch sits: a replayed kernel's captured launch, else its own
-  SELECT k.*, l.launch_event_index, l.launch, l.launch_tid, g.graph_status,
-         g.captured_launch_event_index IS NOT NULL AS via_capture,
-         CASE WHEN g.captured_launch_event_index IS NOT NULL THEN g.capture_phase
-              ELSE k.phase END AS op_phase,
-         CASE WHEN g.captured_launch_event_index IS NOT NULL THEN g.capture_trace_id
-              ELSE k.trace_id END AS op_trace_id,
-         coalesce(g.captured_launch_event_index, l.launch_event_index) AS placed_event_index
-  FROM kernel_classes AS k
-  LEFT JOIN launches AS l
-    ON l.run = k.run AND l.phase = k.phase AND l.rank = k.rank AND l.trace_id = k.trace_id
-   AND l.correlation = k.correlation
-  LEFT JOIN replays AS g
-    ON g.run = k.run AND g.phase = k.phase AND g.rank = k.rank AND g.trace_id = k.trace_id
-   AND g.event_index = k.event_index
-  WHERE k.category NOT IN ('gpu_user_annotation', 'cuda_sync')
-),
-linked AS (
-  SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
-         k.dur_ns, k.device, k.stream, k.correlation, k.class, k.launch_event_index,
-         k.launch, k.launch_tid, k.op_phase, k.op_trace_id, k.via_capture, k.graph_status,
-         coalesce(o.parent_event_index, x.op_event_index) AS op_event_index,
-         m.parent_event_index AS module_event_index,
-         a.parent_event_index AS annotation_event_index,
-         CASE WHEN o.parent_event_index IS NOT NULL THEN 'containment'
-              WHEN x.op_event_index IS NOT NULL THEN 'external_id'
-              WHEN k.launch_event_index IS NOT NULL THEN 'runtime_only'
-              ELSE 'unlaunched' END AS link
-  FROM sited AS k
-  LEFT JOIN placed AS o
-    ON o.layer = 'cpu_op' AND o.run = k.run AND o.phase = k.op_phase AND o.rank = k.rank
-   AND o.trace_id = k.op_trace_id AND o.event_index = k.placed_event_index
-  LEFT JOIN placed AS m
-    ON m.layer = 'module' AND m.run = k.run AND m.phase = k.op_phase AND m.rank = k.rank
-   AND m.trace_id = k.op_trace_id AND m.event_index = k.placed_event_index
-  LEFT JOIN placed AS a
-    ON a.layer = 'annotation' AND a.run = k.run AND a.phase = k.op_phase AND a.rank = k.rank
-   AND a.trace_id = k.op_trace_id AND a.event_index = k.placed_event_index
-  LEFT JOIN external_ops AS x
-    ON o.parent_event_index IS NULL AND NOT k.via_capture AND x.run = k.run
-   AND x.phase = k.phase AND x.rank = k.rank AND x.trace_id = k.trace_id
-   AND x.external_id = k.external_id
-),
-ops AS (
   SELECT run, phase, rank, trace_id, event_index, name, top_event_index
   FROM _host_layers
   WHERE layer = 'cpu_op' AND member

@@ -10,7 +10,6 @@ import gzip
 import json
 import threading
 import time
-from pathlib import Path
 
 import msgspec
 import pytest

@@ -253,8 +253,9 @@ class Warehouse:
                         "CAST(sum(ns) AS BIGINT) AS ns, name "
                         f"FROM rank_critical_path WHERE {filters} GROUP BY ALL "
                         "ORDER BY ns DESC, phase, step, name LIMIT $top")
-        with self.connect_to_runs([run], reads=("critical_path_by_name",
-                                                "rank_critical_path_breakdown")) as connection:
+        reads = ("critical_path_breakdown", "critical_path_by_name",
+                 "rank_critical_path_breakdown", "rank_critical_path")
+        with self.connect_to_runs([run], reads=reads) as connection:
             return {"breakdown": run_query(connection, breakdown, params=params),
                     "segments": run_query(connection, segments, params={**params, "top": top})}
 

@@ -10,8 +10,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracewh import delta
-from tracewh.catalog import TRACES, Catalog
+from tracewh.storage import delta
+from tracewh.storage.catalog import TRACES, Catalog
 
 BATCH = 100
 

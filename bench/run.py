@@ -55,16 +55,16 @@ from pathlib import Path
 
 import duckdb
 
-from tracewh import delta
+from tracewh.storage import delta
 from tracewh.api import Warehouse
-from tracewh.catalog import Catalog
+from tracewh.storage.catalog import Catalog
 from tracewh.derived import refresh_derived
-from tracewh.duckdb_file import FILE_NAME
+from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.sources import expand_inputs
-from tracewh.library import published_modules
-from tracewh.maintenance import optimize
-from tracewh.marts import MARTS, MAX_SMALL_FILES, mart_path
+from tracewh.query.library import published_modules
+from tracewh.derived.maintenance import optimize
+from tracewh.derived.marts import MARTS, MAX_SMALL_FILES, mart_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -84,7 +84,7 @@ def _paragraphs(lines):
 
 
 def views_page():
-    from tracewh.library import defines, header, is_internal, library
+    from tracewh.query.library import defines, header, is_internal, library
 
     modules = library()
     public = [name for name in modules if not is_internal(name)]
@@ -122,9 +122,9 @@ def views_page():
 
 
 def tables_page():
-    from tracewh import schema
+    from tracewh.storage import schema
 
-    parts = [_GENERATED.format(source="from warehouse/schema.py"),
+    parts = [_GENERATED.format(source="from warehouse/storage/schema.py"),
              "# Tables: every table and column\n\n",
              " ".join(schema.__doc__.split("\n\n")[1].split()), "\n\n",
              "What each table is for, how times and numbers are kept and how the tables are "

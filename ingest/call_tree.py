@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 from . import ops
 from .ops import _Order, _Tree, _array, _codes, _mask, _stack

@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
 from .ops import _array, _codes

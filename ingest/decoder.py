@@ -21,7 +21,7 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 from .normalize import (_ARG_FIELDS, _INSTANT_PHASE, _UNMODELLED_FIELDS, ChunkResult,
                         _categories, _name_ids, _positions_by_table, normalize_chunk)
 from .secrets import redact_json_text

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from tracewh.errors import TraceError
-from tracewh.names import check_name, check_phase, rank_problem, sanitise_name
+from tracewh.storage.names import check_name, check_phase, rank_problem, sanitise_name
 
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
 CAPTURE_PHASE = "capture"

@@ -9,7 +9,7 @@ import json
 
 import msgspec
 
-from tracewh.schema import VERSION_KEYS
+from tracewh.storage.schema import VERSION_KEYS
 
 
 

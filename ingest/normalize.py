@@ -26,7 +26,7 @@ from msgspec import Raw
 
 from .events import (INT64_MAX, INT64_MIN, DuplicateKey, IntegerTimeEvent, check_duplicate_keys,
                      decode_events, field_types, micros_to_ns, struct_from_raw_fields)
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 from .secrets import redact_fields, redact_json_text
 
 LEGACY_CATEGORIES = {

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 from .summaries import contiguous, default_class
 from .writer import read_staged

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from tracewh.catalog import StagedTrace
+from tracewh.storage.catalog import StagedTrace
 from tracewh.errors import TraceError, path_text, printable
-from tracewh.names import check_name, check_phase, check_rank
+from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
 from . import call_tree, critical_path, identity, ops, reader, steps

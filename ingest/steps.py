@@ -23,7 +23,7 @@ import bisect
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 from .summaries import CLASS_KINDS, contiguous, merge
 

@@ -14,7 +14,7 @@ few disjoint intervals per kind:
 and their lengths (and that of communication or computation together) go into one `gpu_time`
 row, which the rank-level views sum. Class unions depend on the rules: rows carry the default
 rules' fingerprint, and the query layer uses them only when the effective rules are those
-defaults (see tracewh.query).
+defaults (see tracewh.query.define).
 
 The work is split like the ingest: each worker summarises the kernels of its chunk
 (`summarize_chunk`: names, merged intervals per kind) while it has them in memory, and the
@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from tracewh.rules import default_rules, matches, rules_fingerprint
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 KINDS = ("busy", "communication", "computation")
 CLASS_KINDS = ("communication", "computation")

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tracewh.layout import staged_name
-from tracewh.parquet import parquet_writer, write_table
-from tracewh.schema import TABLES
+from tracewh.storage.layout import staged_name
+from tracewh.storage.parquet import parquet_writer, write_table
+from tracewh.storage.schema import TABLES
 
 from .summaries import contiguous
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tracewh.catalog import Catalog
+from tracewh.storage.catalog import Catalog
 from tracewh.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def mart_frame(warehouse, name):
     import polars as pl
     from deltalake import DeltaTable
 
-    from tracewh.marts import mart_path
+    from tracewh.derived.marts import mart_path
 
     return pl.from_arrow(DeltaTable(str(mart_path(warehouse, name))).to_pyarrow_dataset()
                          .to_table())
@@ -73,7 +73,7 @@ def define_helpers(connection, *names):
     """Define on `connection` the internal helpers `names` (and the helpers they read), which
     the library publishes only inlined into its views: for tests comparing a helper with a
     reference."""
-    from tracewh.library import is_internal, library_modules_in_order, modules_read_by
+    from tracewh.query.library import is_internal, library_modules_in_order, modules_read_by
 
     needed = modules_read_by(*names)
     for name, text in library_modules_in_order().items():
@@ -86,11 +86,11 @@ def written_library_connection():
     written (helpers as views of their own), each once, in the order connections define them."""
     import duckdb
 
-    from tracewh.library import library_in_order
+    from tracewh.query.library import library_in_order
     from tracewh.peaks import create_peaks_table, default_peaks
     from tracewh.rules import create_rules_table, default_rules
-    from tracewh.schema import TABLES
-    from tracewh.table_sql import stand_in_sql
+    from tracewh.storage.schema import TABLES
+    from tracewh.query.table_sql import stand_in_sql
 
     connection = duckdb.connect()
     for table in TABLES.values():

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from tracewh.api import Warehouse
-from tracewh.catalog import Catalog
+from tracewh.storage.catalog import Catalog
 from tracewh.cli import cli
 
 from .conftest import EXAMPLES, ROOT, connect, live_files, other_writer, shared

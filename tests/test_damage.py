@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tracewh import delta
+from tracewh.storage import delta
 
 from .conftest import EXAMPLES, ROOT, connect
 

@@ -5,12 +5,12 @@ import json
 import duckdb
 import pytest
 
-from tracewh import delta
-from tracewh.catalog import Catalog
+from tracewh.storage import delta
+from tracewh.storage.catalog import Catalog
 from tracewh.derived import RECOMPUTE_FILE
-from tracewh.duckdb_file import FILE_NAME
-from tracewh.schema import TABLES
-from tracewh.marts import MARTS
+from tracewh.derived.duckdb_file import FILE_NAME
+from tracewh.storage.schema import TABLES
+from tracewh.derived.marts import MARTS
 
 from .conftest import EXAMPLES, live_files, mart_frame, sorted_frame, view_frame
 
@@ -77,7 +77,7 @@ def test_deleting_a_phase_keeps_the_others_and_recomputes_the_marts(three_runs, 
 def test_a_delete_killed_before_its_refresh_is_caught_up(three_runs, tracewh, monkeypatch):
     """The runs to recompute are written before the commits: a refresh that did not happen
     (killed, disk full) is done by the next one."""
-    from tracewh import maintenance
+    from tracewh.derived import maintenance
 
     monkeypatch.setattr(maintenance, "refresh_derived", lambda catalog: None)
     tracewh("delete", "b", "--phase", "eval")

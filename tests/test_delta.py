@@ -14,9 +14,9 @@ import polars as pl
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
-from tracewh.schema import TABLES
-from tracewh import delta
-from tracewh.catalog import Catalog
+from tracewh.storage.schema import TABLES
+from tracewh.storage import delta
+from tracewh.storage.catalog import Catalog
 
 from .conftest import EXAMPLES, ROOT, connect
 

@@ -19,13 +19,15 @@ import sqlalchemy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracewh import connection, delta, marts
-from tracewh.catalog import Catalog
+from tracewh.query import connection
+from tracewh.storage import delta
+from tracewh.derived import marts
+from tracewh.storage.catalog import Catalog
 from tracewh.derived import DONE_FILE, mark_for_recompute, refresh_derived
-from tracewh.layout import MARTS_DIR
-from tracewh.library import is_internal, modules_read_by
-from tracewh.duckdb_file import FILE_NAME
-from tracewh.marts import MARTS, mart_path
+from tracewh.storage.layout import MARTS_DIR
+from tracewh.query.library import is_internal, modules_read_by
+from tracewh.derived.duckdb_file import FILE_NAME
+from tracewh.derived.marts import MARTS, mart_path
 
 # The marts with rows on these tests' DLRM runs: DLRM has no CUDA graph launch, so
 # graph_replay_kernels is empty here (tests/test_graph_replay.py compares it on a replay).

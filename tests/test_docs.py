@@ -39,8 +39,8 @@ def test_committed_pages_are_what_the_code_generates(page, generated):
 def test_the_generated_pages_list_everything_the_code_defines(generated):
     """Not a copy of a stale page: every public view, table and command is on its page."""
     from tracewh.cli import COMMANDS
-    from tracewh.library import public_library
-    from tracewh.schema import TABLES
+    from tracewh.query.library import public_library
+    from tracewh.storage.schema import TABLES
 
     assert all(f"\n### {name}\n" in generated["views.md"] for name in public_library())
     assert all(f"\n## {name}\n" in generated["tables.md"] for name in TABLES)

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from tracewh.schema import TABLES
+from tracewh.storage.schema import TABLES
 
 from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 

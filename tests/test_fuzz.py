@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracewh.ingest.pipeline import IngestOptions, ingest_paths
-from tracewh.catalog import Catalog
+from tracewh.storage.catalog import Catalog
 
 from .conftest import shared
 from .reference import EVENT_TABLES, kept_keys

@@ -9,12 +9,12 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from tracewh.catalog import EMPTY_SNAPSHOT
-from tracewh.dialects import describe_macros, script
-from tracewh.library import (_live_texts, declared_reads, defines, header, is_internal,
-                             library, parameter_types, public_library, published_modules,
-                             tables_read_by)
-from tracewh.query import library_connection
+from tracewh.storage.catalog import EMPTY_SNAPSHOT
+from tracewh.query.dialects import describe_macros, script
+from tracewh.query.library import (_live_texts, declared_reads, defines, header, is_internal,
+                                   library, parameter_types, public_library, published_modules,
+                                   tables_read_by)
+from tracewh.query.define import library_connection
 from tracewh.rules import default_rules
 
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO \w+\((.*?)\) AS TABLE\s*(.*?;)", re.DOTALL)

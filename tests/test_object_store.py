@@ -17,7 +17,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from tracewh import delta, storage
+from tracewh.storage import delta
+from tracewh import storage
 from tracewh.cli import cli
 
 from .conftest import EXAMPLES, error_lines

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import tracewh
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.sources import expand_inputs
-from tracewh.catalog import Snapshot
-from tracewh.library import _live_texts, is_internal, live_helpers, published_modules
+from tracewh.storage.catalog import Snapshot
+from tracewh.query.library import _live_texts, is_internal, live_helpers, published_modules
 from tracewh.rules import default_rules, rules_fingerprint
 
 from .conftest import (EXAMPLES, SHARED, define_helpers, load_reference, require,
@@ -490,7 +490,7 @@ def _staged_tables(rows, columns):
     """{table: its generated `rows` as the staged parts hold them} for {table: columns}."""
     import pyarrow as pa
 
-    from tracewh.schema import TABLES
+    from tracewh.storage.schema import TABLES
 
     return {name: pa.Table.from_pylist([{c: r.get(c) for c in wanted} for r in rows[name]],
                                        pa.schema([TABLES[name].schema.field(c)
@@ -602,7 +602,7 @@ def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans,
     """kernel_ops, call_ancestors and backward_links (numpy) against their SQL twins, on the
     generated threads, launches and External ids of the op_time test."""
     from tracewh.ingest import call_tree
-    from tracewh.schema import TABLES
+    from tracewh.storage.schema import TABLES
 
     cpu, runtime, kernels = _generated_tables(spans, work)
     rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": [],
@@ -630,8 +630,8 @@ def test_a_warehouse_made_before_the_call_tree_tables_answers_the_same_and_refus
     backward_links (made before they existed, its traces without rows there): the views
     compute the tree (the live twins) and give the same rows; a write is refused in one line
     that says what to do, not with a traceback."""
-    from tracewh import delta
-    from tracewh.catalog import Catalog
+    from tracewh.storage import delta
+    from tracewh.storage.catalog import Catalog
 
     tracewh("ingest", TRACES["dlrm0"], "--run", "r", "--phase", "train")
     queries = [f"SELECT * FROM {view} ORDER BY ALL" for view in

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import tracewh
-from tracewh import delta
-from tracewh.catalog import StagedTrace
+from tracewh.storage import delta
+from tracewh.storage.catalog import StagedTrace
 from tracewh.errors import HINT, TraceError, UsageError
 
 from .conftest import EXAMPLES, error_lines, live_files
@@ -108,7 +108,7 @@ def ingest_unchecked(tracewh, monkeypatch, path, run):
     large, committed as a partition value. The refresh after it is the first to fail."""
     with monkeypatch.context() as patch:
         patch.setattr("tracewh.ingest.identity.rank_problem", lambda rank: None)
-        patch.setattr("tracewh.catalog.check_partition", lambda *values: None)
+        patch.setattr("tracewh.storage.catalog.check_partition", lambda *values: None)
         return tracewh("ingest", path, "--run", run, expect=2)
 
 

@@ -556,7 +556,7 @@ def test_report_lists_the_top_gemms_against_the_peak(perf_warehouse, perf_rows):
     """The report's GEMM section: the shapes by GPU time over the run, each group's TFLOPS/s
     its calls' FLOPs over their time, against the H100 SXM5's 989.5 dense bf16 TFLOPS."""
     import tracewh
-    from tracewh.report import _section, _top_gemms
+    from tracewh.output.report import _section, _top_gemms
 
     root = Path(perf_warehouse.peaks).parent / "wh"
     with tracewh.open(root).connect_to_runs(["h100"]) as connection:

@@ -227,7 +227,7 @@ def test_phase_summary_matches_a_reference_per_phase(tracewh, sql):
 # -- the timeline's bins ---------------------------------------------------------------------------
 
 def test_kernels_a_column_wide_are_drawn_shorter_ones_binned_by_class():
-    from tracewh.charts import bin_kernels
+    from tracewh.output.charts import bin_kernels
 
     # a window of 1,000 ns in 10 columns of 100 ns
     kernels = [
@@ -258,7 +258,7 @@ def test_every_kernel_lands_in_one_bar():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from tracewh.charts import TIMELINE_CLASSES, bin_kernels
+    from tracewh.output.charts import TIMELINE_CLASSES, bin_kernels
 
     kernel = st.tuples(st.integers(0, 2), st.integers(0, 10**6), st.integers(0, 5000),
                        st.sampled_from(TIMELINE_CLASSES))
@@ -289,7 +289,7 @@ def test_every_kernel_lands_in_one_bar():
 
 
 def test_annotations_are_packed_into_rows_first_fit():
-    from tracewh.charts import pack_levels
+    from tracewh.output.charts import pack_levels
 
     # an outer range, two children side by side, one overlapping the second child
     spans = [(0, 100), (0, 40), (50, 90), (60, 95), (100, 120)]

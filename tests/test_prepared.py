@@ -1,5 +1,5 @@
 """`tracewh query` answered from the warehouse's prepared catalog, tracewh.duckdb (see
-`tracewh.prepared`): without importing pyarrow, delta-rs or the ingest, over the files of the
+`tracewh.query.prepared`): without importing pyarrow, delta-rs or the ingest, over the files of the
 runs its statements name only (a script's: the union), with the answers of the whole
 warehouse, and with the read-only guard's checks."""
 
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import tracewh
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
-from tracewh.prepared import prepared_connection, prepared_query
-from tracewh.query_analysis import runs_a_query_names
+from tracewh.query.prepared import prepared_connection, prepared_query
+from tracewh.query.query_analysis import runs_a_query_names
 
 from .conftest import EXAMPLES, ROOT, SHARED, require
 

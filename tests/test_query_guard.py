@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracewh import statements, table_sql
+from tracewh.query import statements, table_sql
 from tracewh.cli import cli
-from tracewh.connection import cursor
+from tracewh.query.connection import cursor
 from tracewh.errors import QueryError
 
 from .conftest import EXAMPLES, connect

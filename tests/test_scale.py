@@ -7,9 +7,9 @@ import re
 import pytest
 
 from tracewh.api import Warehouse
-from tracewh.library import public_library
-from tracewh.query_analysis import runs_a_query_names
-from tracewh.trend import trend
+from tracewh.query.library import public_library
+from tracewh.query.query_analysis import runs_a_query_names
+from tracewh.analyses.trend import trend
 
 from .conftest import EXAMPLES, connect, shared
 

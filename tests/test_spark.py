@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tracewh.ingest.workers import die_with
-from tracewh.dialects import describe_macros, script, script_text, spark_omitted
-from tracewh.library import library_modules_in_order, parameter_types, public_library
-from tracewh.catalog import EMPTY_SNAPSHOT
+from tracewh.query.dialects import describe_macros, script, script_text, spark_omitted
+from tracewh.query.library import library_modules_in_order, parameter_types, public_library
+from tracewh.storage.catalog import EMPTY_SNAPSHOT
 from tracewh.rules import default_rules, effective_rules
 
 from .conftest import EXAMPLES, SHARED, connect
@@ -169,7 +169,7 @@ def test_every_view_answers_on_spark_as_on_duckdb(registered, multi_run, view):
 def test_no_macro_is_defined_on_spark():
     """Every macro (the diffs) reads a module Spark omits, so the Spark script defines none; when
     one stops doing so, compare its answers with DuckDB's here."""
-    from tracewh.library import modules_reaching
+    from tracewh.query.library import modules_reaching
 
     assert describe_macros() and all(modules_reaching(name) & spark_omitted()
                                      for name in describe_macros())
@@ -208,7 +208,7 @@ def test_the_spark_script_runs_in_a_fresh_session(multi_run, spark, tmp_path):
     """`tracewh views --dialect spark --script` is one runnable script: run statement by
     statement in a new session, `runs` answers (LISTAGG DISTINCT broke it before)."""
     root = multi_run.resolve()
-    from tracewh.catalog import Catalog
+    from tracewh.storage.catalog import Catalog
 
     statements = script("spark", Catalog(root).snapshot(), root, effective_rules(root))
     session = spark.newSession()

@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tracewh import delta
-from tracewh.marts import mart_path
+from tracewh.storage import delta
+from tracewh.derived.marts import mart_path
 
 from .test_damage import RANKS, commit_file, damaged, one_line_error, pristine  # noqa: F401
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from tracewh.api import Warehouse
-from tracewh.catalog import Catalog
+from tracewh.storage.catalog import Catalog
 from tracewh.errors import UsageError
 
 pytestmark = [pytest.mark.torch,  # torch's note that a cycle's events are not kept for the next

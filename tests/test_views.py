@@ -8,8 +8,8 @@ import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracewh.dialects import transpile
-from tracewh.library import library, library_in_order, public_library
+from tracewh.query.dialects import transpile
+from tracewh.query.library import library, library_in_order, public_library
 
 from .conftest import (EXAMPLES, SHARED, load_reference, require, shared,
                        written_library_connection)

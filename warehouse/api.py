@@ -29,22 +29,22 @@ from tracewh.ingest.allocator import keep_freed_memory
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.reader import MAX_EVENT_SIZE
 
-from . import connection as connections
-from .catalog import TRACES, Catalog
+from .query import connection as connections
+from .storage.catalog import TRACES, Catalog
 from .derived import current_marts, refresh_derived
-from .diff import DIFF_READS, DiffOptions, diff_runs, side_runs
+from .analyses.diff import DIFF_READS, DiffOptions, diff_runs, side_runs
 from .errors import FollowUpFailed
-from .names import check_phase, parse_tag
+from .storage.names import check_phase, parse_tag
 from .output import write_atomically
-from .library import defines_name, library, modules_read_by, tables_read_by
-from .marts import MARTS
-from .query_analysis import names_a_query_reads, runs_a_query_names
+from .query.library import defines_name, library, modules_read_by, tables_read_by
+from .derived.marts import MARTS
+from .query.query_analysis import names_a_query_reads, runs_a_query_names
 from .peaks import effective_peaks
-from .prepared import connect_prepared
+from .query.prepared import connect_prepared
 from .rules import effective_rules
-from .scope import check_runs
-from .statements import last_result_table, run_query, run_statements
-from .trend import trend_in_warehouse
+from .query.scope import check_runs
+from .query.statements import last_result_table, run_query, run_statements
+from .analyses.trend import trend_in_warehouse
 
 
 class Warehouse:

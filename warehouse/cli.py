@@ -10,7 +10,7 @@ import time
 
 import click
 
-from .directory import default_location
+from .storage.directory import default_location
 from .errors import INTERRUPTED, TracewhError
 
 # command name -> the module of tracewh.commands that defines it. Modules are imported on

@@ -25,7 +25,7 @@ import re2
 
 from . import storage
 from .errors import UsageError
-from .names import did_you_mean
+from .storage.names import did_you_mean
 
 CLASSES = ("communication", "computation", "memory", "sync", "other")
 WAREHOUSE_RULES = Path("_tracewh") / "kernel_rules.toml"

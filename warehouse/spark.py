@@ -8,7 +8,7 @@ Needs pyspark (`pip install 'tracewh[spark]'`) and Java 17 or newer.
 """
 
 from .api import Warehouse
-from .dialects import script
+from .query.dialects import script
 
 
 def register(spark, warehouse, rules=None, peaks=None):

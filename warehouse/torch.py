@@ -35,10 +35,10 @@ import torch
 
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 
-from .catalog import Catalog, local_root
+from .storage.catalog import Catalog, local_root
 from .derived import refresh_derived
 from .errors import RefreshInterrupted, escaped, printable
-from .names import check_name
+from .storage.names import check_name
 
 LOG = logging.getLogger(__name__)
 LOCK_TIMEOUT = 30.0  # seconds a step may wait for another writer before its trace is spooled

@@ -5,7 +5,7 @@ import sys
 import click
 
 from .. import output
-from ..diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
+from ..analyses.diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
 from .options import (RULES_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
                       to_terminal)
 

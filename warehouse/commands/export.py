@@ -3,8 +3,8 @@
 import click
 
 from ..errors import UsageError, escaped, printable
-from ..export import WindowChoice, export_window, parse_duration, resolve_window
-from ..scope import choose_phase
+from ..output.export import WindowChoice, export_window, parse_duration, resolve_window
+from ..query.scope import choose_phase
 from .options import pass_warehouse, phase_option
 
 

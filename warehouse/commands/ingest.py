@@ -16,7 +16,7 @@ from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_in
 
 from ..cli import STARTED
 from ..errors import escaped, printable
-from ..names import RANK_MAX, parse_tag
+from ..storage.names import RANK_MAX, parse_tag
 from .options import (ByteSize, exit_after_follow_up, pass_warehouse, phase_option,
                       work_then_follow_up)
 

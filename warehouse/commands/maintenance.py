@@ -6,13 +6,13 @@ import sys
 
 import click
 
-from .. import maintenance
-from ..catalog import STATE_DIR
+from ..derived import maintenance
+from ..storage.catalog import STATE_DIR
 from ..derived import refresh_derived
-from ..duckdb_file import FILE_NAME
+from ..derived.duckdb_file import FILE_NAME
 from ..errors import printable
-from ..integrity import check_counts, check_files
-from ..names import check_name
+from ..storage.integrity import check_counts, check_files
+from ..storage.names import check_name
 from .options import exit_after_follow_up, pass_warehouse, phase_option, work_then_follow_up
 
 

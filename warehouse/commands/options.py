@@ -9,7 +9,7 @@ import click
 
 from .. import output
 from ..errors import FollowUpFailed
-from ..names import check_phase
+from ..storage.names import check_phase
 
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(output.FORMATS),
                              default="table", show_default=True, help="Output format.")

@@ -49,7 +49,7 @@ def query(sql, fmt, out_path, max_rows, allow_write, units, rules, peaks):
     to_parquet = out_path is not None and out_path.endswith(".parquet")
     results = None
     if not (allow_write or rules or peaks or to_parquet):
-        from ..prepared import prepared_query  # no pyarrow, no delta-rs: see `prepared`
+        from ..query.prepared import prepared_query  # no pyarrow, no delta-rs: see `prepared`
 
         results = prepared_query(warehouse_location(), sql)
     if results is None:

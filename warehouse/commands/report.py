@@ -2,7 +2,7 @@
 
 import click
 
-from ..diff import DiffOptions
+from ..analyses.diff import DiffOptions
 from ..errors import printable
 from ..output import write_atomically
 from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse, phase_option
@@ -42,7 +42,7 @@ def report(warehouse, run, base, phase, threshold, min_ns, timeline_rank, timeli
       tracewh report nightly-1129 --base nightly-1128 --out report.html
       tracewh report nightly-1129 --timeline-rank 3 --timeline-step ProfilerStep#12 --out r.html
     """
-    from ..report import TimelineChoice, build_report  # matplotlib loads only for this command
+    from ..output.report import TimelineChoice, build_report  # matplotlib loads only for this command
 
     runs = [run, *([base] if base else [])]
     with warehouse.with_rules(rules).with_peaks(peaks).connect_to_runs(runs) as connection:

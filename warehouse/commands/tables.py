@@ -3,7 +3,7 @@
 import click
 
 from ..errors import UsageError
-from ..schema import PARTITION_COLUMNS, TABLES
+from ..storage.schema import PARTITION_COLUMNS, TABLES
 
 
 @click.command()

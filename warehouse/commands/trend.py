@@ -2,8 +2,8 @@
 
 import click
 
-from ..names import parse_tag
-from ..trend import render_trend, trend_notes
+from ..storage.names import parse_tag
+from ..analyses.trend import render_trend, trend_notes
 from .options import (FORMAT_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
                       to_terminal)
 

@@ -5,9 +5,9 @@ import textwrap
 
 import click
 
-from ..dialects import DIALECTS, SPARK_SCRIPT_SETTINGS, script, script_text, transpile
+from ..query.dialects import DIALECTS, SPARK_SCRIPT_SETTINGS, script, script_text, transpile
 from ..errors import UsageError
-from ..library import public_library
+from ..query.library import public_library
 from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse
 
 

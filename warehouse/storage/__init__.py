@@ -1,12 +1,18 @@
-"""Where a warehouse's bytes are: a local directory or an object store (s3://bucket/prefix).
+"""The storage layer: where a warehouse's bytes are, and the tables kept there.
 
-One interface (`base.Storage`), two backends: `local.LocalStorage` (the file system, what
-tracewh always did) and `objects.ObjectStorage` (S3 and what speaks its protocol: MinIO,
-SeaweedFS, R2, GCS's XML API). The warehouse's modules name places by *locations*: a
-`pathlib.Path` for a local directory, a `base.Location` for an object store's key, built
-by `location()` from what the user typed, and ask `of(location)` for the backend that
-reads and writes them. The object store's libraries are imported only for an s3:// location
-(the CLI's start-up stays that of a local warehouse).
+Its base is the warehouse's contracts, which import nothing of tracewh but each other and the
+errors: `schema` (the tables), `layout` (their files' paths), `parquet` (how they are
+written), `names`. On them: `delta_log`, `delta` and `catalog` (the Delta tables, their
+snapshots and commits), `directory` and `integrity` (a warehouse's state, and damage from
+outside), `links` (no symbolic link followed).
+
+Every one of them names places by *locations*, through one interface (`base.Storage`) with
+two backends: `local.LocalStorage` (the file system, what tracewh always did) and
+`objects.ObjectStorage` (S3 and what speaks its protocol: MinIO, SeaweedFS, R2, GCS's XML
+API). A location is a `pathlib.Path` for a local directory, a `base.Location` for an object
+store's key, built by `location()` from what the user typed; `of(location)` is the backend
+that reads and writes it. The object store's libraries are imported only for an s3://
+location (the CLI's start-up stays that of a local warehouse).
 """
 
 import re

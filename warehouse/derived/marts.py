@@ -43,13 +43,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import delta
-from .delta import DataFile
-from .connection import connect, cursor
-from .layout import MARTS_DIR
-from .library import (library_fingerprint, library_modules_in_order, modules_read_by,
-                      tables_read_by)
-from .parquet import parquet_writer
+from ..storage import delta
+from ..storage.delta import DataFile
+from ..query.connection import connect, cursor
+from ..storage.layout import MARTS_DIR
+from ..query.library import (library_fingerprint, library_modules_in_order, modules_read_by,
+                             tables_read_by)
+from ..storage.parquet import parquet_writer
 
 # graph_replay_kernels: the matching of replayed graphs to their capture, a run's
 # question that op_kernels reads, made once per refresh rather than by every query

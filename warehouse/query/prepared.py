@@ -27,14 +27,14 @@ from pathlib import Path
 
 import duckdb
 
-from . import storage
-from .delta_log import changed_problem, check_commits, first_replayed, size_problem
-from .directory import STATE_DIR, TRACES, check_readable, newest_pointer
-from .errors import WarehouseError
-from .layout import DUCKDB_FILE
+from .. import storage
+from ..storage.delta_log import changed_problem, check_commits, first_replayed, size_problem
+from ..storage.directory import STATE_DIR, TRACES, check_readable, newest_pointer
+from ..errors import WarehouseError
+from ..storage.layout import DUCKDB_FILE
 from .library import defines_public, library_fingerprint, names_reached
 from .query_analysis import runs_a_query_names
-from .rules import effective_rules
+from ..rules import effective_rules
 from .statements import confine, run_statements
 from .table_sql import files_variable_name, no_rows, sql_string
 
@@ -182,11 +182,11 @@ def _checked_files(connection, root, runs):
         try:
             found = os.stat(path).st_size
         except FileNotFoundError:
-            from .integrity import missing_file_error  # errors only: it imports pyarrow
+            from ..storage.integrity import missing_file_error  # errors only: it imports pyarrow
 
             raise missing_file_error(root, table, [path]) from None
         if found != size:
-            from .integrity import file_error
+            from ..storage.integrity import file_error
 
             raise file_error(root, table, path, changed_problem(size_problem(found, size)))
         files.setdefault(table, []).append(path)
@@ -225,7 +225,7 @@ def _create_view(connection, root, table, select, paths):
     try:
         connection.execute(f"CREATE TEMP VIEW {table} AS {select}")
     except duckdb.IOException:  # binding opens the files: say which one is gone
-        from .integrity import missing_file_error
+        from ..storage.integrity import missing_file_error
 
         missing = missing_file_error(root, table, paths)
         if missing is None:

@@ -8,10 +8,11 @@ few stats.
 
 import os
 
-from . import layout, links, storage
+from . import layout, links
+from .. import storage
 from .delta_log import LOG_DIR, commit_info, is_table, latest_version
-from .errors import HINT, WarehouseError
-from .rules import WAREHOUSE_RULES
+from ..errors import HINT, WarehouseError
+from ..rules import WAREHOUSE_RULES
 
 STATE_DIR = "_tracewh"
 TRACES = "traces"

@@ -8,11 +8,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from . import output
-from .errors import UsageError
-from .names import check_phase
-from .scope import check_scope, rank_ranges
-from .statements import run_query
+from .. import output
+from ..errors import UsageError
+from ..storage.names import check_phase
+from ..query.scope import check_scope, rank_ranges
+from ..query.statements import run_query
 
 KEYS = ("name", "short_name", "class", "op", "collective", "critical-path")
 COLLECTIVE_SIZES = ("pow2", "exact")

@@ -26,12 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import storage
-from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_problem,  # re-exported
-                        check_commits, commit_file, commit_info, first_replayed, is_table,
-                        last_checkpoint, latest_version, size_problem)
+from .. import storage
+from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_problem, check_commits,
+                        commit_file, commit_info, first_replayed, is_table, last_checkpoint,
+                        latest_version, size_problem)
 from .delta_log import exists as _exists, log_dir as _log, read_bytes as _read
-from .errors import WarehouseError
+from ..errors import WarehouseError
 from .layout import trace_id_of
 from .schema import PARTITION_COLUMNS
 
@@ -47,7 +47,7 @@ PARTITION_NAMES = [name for name, _, _ in PARTITION_COLUMNS]
 @dataclass(frozen=True)
 class DataFile:
     """A live file of a table: its path relative to the table, partition and row count.
-    Marts are not partitioned (see tracewh.marts): their files have no run, phase and rank
+    Marts are not partitioned (see tracewh.derived.marts): their files have no run, phase and rank
     but the first and last run they hold (`runs`), which their statistics give."""
 
     path: str

@@ -28,7 +28,7 @@ def _duckdb_types():
 
 def typed_columns(table):
     """(name, DuckDB type) of the table's partition and file columns."""
-    from .schema import PARTITION_COLUMNS
+    from ..storage.schema import PARTITION_COLUMNS
 
     types = _duckdb_types()
     return ([(name, types[type_]) for name, type_, _ in PARTITION_COLUMNS]

@@ -44,10 +44,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import delta, directory, layout, links, storage
+from . import delta, directory, layout, links
+from .. import storage
 from .delta import DataFile
 from .directory import COMMITTING, DAMAGED, LOCK, STAGING, STATE_DIR, TRACES
-from .errors import UsageError, WarehouseBusy, WarehouseError, printable
+from ..errors import UsageError, WarehouseBusy, WarehouseError, printable
 from .names import check_partition
 from .parquet import write_table
 from .schema import PARTITION_COLUMNS, TABLES

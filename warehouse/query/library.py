@@ -18,8 +18,8 @@ import os
 import re
 from pathlib import Path
 
-from .peaks import default_peaks
-from .rules import default_rules, rules_fingerprint
+from ..peaks import default_peaks
+from ..rules import default_rules, rules_fingerprint
 
 _HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
 _FIELD = re.compile(r"^-- (Reads|Parameters):(.*(?:\n--  +\S.*)*)", re.MULTILINE)
@@ -142,7 +142,7 @@ def names_reached(*names):
 def _table_names():
     """The warehouse's tables (imported here: their Arrow types import pyarrow, which a
     query answered from tracewh.duckdb does without)."""
-    from .schema import TABLES
+    from ..storage.schema import TABLES
 
     return TABLES
 

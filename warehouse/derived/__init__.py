@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from . import links
+from ..storage import links
 from .duckdb_file import FILE_NAME, write_duckdb_file
-from .errors import FollowUpFailed, RefreshInterrupted
-from .layout import DONE_FILE, RECOMPUTE_FILE
+from ..errors import FollowUpFailed, RefreshInterrupted
+from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
 from .marts import changed_marts, current_mart_files, mart_path, refresh_marts
-from .library import library_fingerprint
-from .rules import effective_rules
+from ..query.library import library_fingerprint
+from ..rules import effective_rules
 
 
 @dataclass

@@ -19,12 +19,12 @@ import re
 import sqlglot
 from sqlglot import exp
 
-from .errors import UsageError
+from ..errors import UsageError
 from .library import library_for, modules_reaching, parameter_types, published_modules
-from .peaks import COLUMNS as PEAKS_COLUMNS, PEAKS_TABLE, default_peaks, peaks_rows
-from .query import library_connection
-from .rules import RULES_TABLE, rules_rows
-from .schema import TABLES
+from ..peaks import COLUMNS as PEAKS_COLUMNS, PEAKS_TABLE, default_peaks, peaks_rows
+from .define import library_connection
+from ..rules import RULES_TABLE, rules_rows
+from ..storage.schema import TABLES
 from .table_sql import empty_select, scan_select, sql_string, typed_columns
 
 DIALECTS = ("duckdb", "spark", "trino")

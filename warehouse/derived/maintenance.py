@@ -20,15 +20,15 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from . import delta, layout, links
-from .catalog import TRACES
-from .delta import DataFile
-from .derived import mark_for_recompute, refresh_derived
-from .errors import HINT, FollowUpFailed, UsageError
+from ..storage import delta, layout, links
+from ..storage.catalog import TRACES
+from ..storage.delta import DataFile
+from . import mark_for_recompute, refresh_derived
+from ..errors import HINT, FollowUpFailed, UsageError
 from .marts import mart_paths
-from .parquet import parquet_writer
-from .schema import TABLES
-from .scope import check_runs
+from ..storage.parquet import parquet_writer
+from ..storage.schema import TABLES
+from ..query.scope import check_runs
 
 DEFAULT_RETAIN_HOURS = 24
 TARGET_BYTES = 128 << 20

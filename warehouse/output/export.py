@@ -23,9 +23,9 @@ from pathlib import Path
 
 import msgspec
 
-from .errors import HINT, UsageError
-from .output import write_atomically
-from .schema import VERSION_KEYS
+from ..errors import HINT, UsageError
+from . import write_atomically
+from ..storage.schema import VERSION_KEYS
 
 # Per event table: the phase its rows imply (None: the row's `ph` column) and its columns
 # beyond the common ones.

@@ -13,8 +13,8 @@ import concurrent.futures
 
 import duckdb
 
-from .integrity import EVENT_TABLES, check_counts, check_sizes, missing_file_error
-from .query import define_library
+from ..storage.integrity import EVENT_TABLES, check_counts, check_sizes, missing_file_error
+from .define import define_library
 from .statements import confine
 from .table_sql import files_variable, table_view_sql
 

@@ -4,11 +4,11 @@ or over empty stand-ins of them for describing what the views and macros return.
 
 import duckdb
 
-from .catalog import EMPTY_SNAPSHOT
+from ..storage.catalog import EMPTY_SNAPSHOT
 from .library import library_for
-from .peaks import create_peaks_table, default_peaks
-from .rules import create_rules_table, default_rules
-from .schema import TABLES
+from ..peaks import create_peaks_table, default_peaks
+from ..rules import create_rules_table, default_rules
+from ..storage.schema import TABLES
 from .table_sql import mart_files_variable, mart_view_sql, stand_in_sql
 
 

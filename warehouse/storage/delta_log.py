@@ -8,8 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from . import storage
-from .errors import WarehouseError
+from .. import storage
+from ..errors import WarehouseError
 
 LOG_DIR = "_delta_log"
 CHECKPOINT_INTERVAL = 100

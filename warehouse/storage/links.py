@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import HINT, WarehouseError, printable
+from ..errors import HINT, WarehouseError, printable
 
 
 def check_no_links(paths):

@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import delta, layout, storage
+from . import delta, layout
+from .. import storage
 from .catalog import TRACES
-from .errors import HINT, WarehouseError
+from ..errors import HINT, WarehouseError
 
 # The tables of a trace's events; the others are derived from them (kernel_names,
 # gpu_intervals, gpu_time, step_time), or from its top-level keys (devices, traces).

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from . import charts
 from .demangle import demangle
-from .diff import DiffOptions, diff_runs
-from .errors import HINT, UsageError
-from .scope import choose_phase, rank_ranges
+from ..analyses.diff import DiffOptions, diff_runs
+from ..errors import HINT, UsageError
+from ..query.scope import choose_phase, rank_ranges
 
 TOP_KERNELS = 15
 TOP_GEMMS = 10

@@ -1,8 +1,8 @@
 """Which runs, phases and ranks a command names: checked against the warehouse, with errors
 that say what there is instead (close run names, a run's phases and ranks)."""
 
-from .errors import HINT, UsageError
-from .names import did_you_mean
+from ..errors import HINT, UsageError
+from ..storage.names import did_you_mean
 
 
 def _runs_listed(what):

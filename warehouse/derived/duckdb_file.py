@@ -23,14 +23,14 @@ import shutil
 import duckdb
 import pyarrow as pa
 
-from . import delta
-from .layout import DUCKDB_FILE as FILE_NAME
-from .layout import FILES_GLOB
-from .library import live_helpers
-from .prepared import FILES_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
-from .query import define_library
-from .schema import TABLES
-from .table_sql import empty_select, scan_select, sql_string
+from ..storage import delta
+from ..storage.layout import DUCKDB_FILE as FILE_NAME
+from ..storage.layout import FILES_GLOB
+from ..query.library import live_helpers
+from ..query.prepared import FILES_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
+from ..query.define import define_library
+from ..storage.schema import TABLES
+from ..query.table_sql import empty_select, scan_select, sql_string
 
 STORAGE_VERSION = "v1.0.0"
 

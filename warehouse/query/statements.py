@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import HINT, QueryError
+from ..errors import HINT, QueryError
 
 
 def check_read_only(connection, sql):

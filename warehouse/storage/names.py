@@ -7,7 +7,7 @@ import difflib
 import operator
 import re
 
-from .errors import UsageError
+from ..errors import UsageError
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")

@@ -33,7 +33,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import UsageError, escaped, printable
+from ..errors import UsageError, escaped, printable
 
 FORMATS = ("table", "csv", "json", "markdown")
 MAX_CELL = 48  # characters of a terminal table's cell

@@ -2,12 +2,12 @@
 commit order or by a tag's value, from the SQL library's `run_metrics` (or a kernel's time, or an
 operator's self GPU time)."""
 
-from . import output
+from .. import output
 from .diff import bus_bandwidth_note
-from .errors import UsageError
-from .names import did_you_mean
-from .library import modules_read_by
-from .statements import run_query
+from ..errors import UsageError
+from ..storage.names import did_you_mean
+from ..query.library import modules_read_by
+from ..query.statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
            "collective_wait_ns")

@@ -12,7 +12,7 @@ from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.storage.schema import TABLES
 from tracewh.derived.marts import MARTS
 
-from .conftest import EXAMPLES, live_files, mart_frame, sorted_frame, view_frame
+from .conftest import EXAMPLES, FILLED_MARTS, live_files, mart_frame, sorted_frame, view_frame
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 
@@ -49,7 +49,7 @@ def test_a_deleted_run_leaves_every_table_and_mart_and_its_files_go_at_vacuum(th
         key: rows for key, rows in before.items() if key[0] != "mixed"}
     runs = json.loads(tracewh("runs", "--format", "json").stdout)
     assert [r["run"] for r in runs] == ["a", "b"]
-    for name in MARTS:
+    for name in FILLED_MARTS:
         mart = mart_frame(three_runs, name)
         assert "mixed" not in set(mart["run"]) and len(mart) > 0, name
     # one commit per table holding the run, traces last with the new pointer

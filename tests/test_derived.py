@@ -29,11 +29,7 @@ from tracewh.query.library import is_internal, modules_read_by
 from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.derived.marts import MARTS, mart_path
 
-# The marts with rows on these tests' DLRM runs: DLRM has no CUDA graph launch, so
-# graph_replay_kernels is empty here (tests/test_graph_replay.py compares it on a replay).
-FILLED_MARTS = [name for name in MARTS if name != "graph_replay_kernels"]
-
-from .conftest import EXAMPLES, connect, mart_frame, sorted_frame, view_frame
+from .conftest import EXAMPLES, FILLED_MARTS, connect, mart_frame, sorted_frame, view_frame
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]

@@ -46,7 +46,7 @@ FILES_FORMAT = 2  # 2: FILES_TABLE holds each file's run and size
 CATALOG = "tracewh"
 SCAN_MACRO = "tracewh_scan_{}"  # a table's scan in the file, given its files (see duckdb_file)
 # The DuckDB types of the tables' columns, as the file's catalog names them.
-_COLUMN_TYPES = {"BIGINT", "INTEGER", "DOUBLE", "VARCHAR", "VARCHAR[]",
+_COLUMN_TYPES = {"BIGINT", "INTEGER", "DOUBLE", "BOOLEAN", "VARCHAR", "VARCHAR[]",
                  "TIMESTAMP WITH TIME ZONE"}
 
 

@@ -16,7 +16,8 @@ from .conftest import EXAMPLES, connect, shared
 RUNS = ("a", "b", "c")
 # The views DLRM's step has no rows for: it records no GPU annotations and no memory events.
 NOTHING_IN_DLRM = {"gpu_annotation_stats", "memory_allocations", "memory_events",
-                   "memory_peaks", "memory_peaks_by_step", "memory_timeline"}
+                   "memory_peaks", "memory_peaks_by_step", "memory_timeline",
+                   "graph_replay_kernels"}  # no CUDA graph launch in DLRM
 
 
 @pytest.fixture(scope="module")

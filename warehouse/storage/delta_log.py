@@ -80,7 +80,7 @@ class DamagedLog(WarehouseError):
 def check_commits(path, first, last, read=None):
     """Raise DamagedLog for the first commit file of versions first..last that is empty (a
     stat each); with read="end", whose last line is not a whole JSON object (its last bytes
-    read: what a cut leaves); with read="all", that is not JSON lines (every line parsed:
+    read: what a cut leaves; the first line that is not JSON named); with read="all", that is not JSON lines (every line parsed:
     ~50 ms for 8,000 actions, so where delta-rs failed only)."""
     if not isinstance(storage.location(path), Path):
         _check_objects(path, first, last, read)
@@ -95,6 +95,8 @@ def check_commits(path, first, last, read=None):
                 if read == "end":
                     handle.seek(max(0, size - 64))
                     if not handle.read().rstrip().endswith(b"}"):
+                        handle.seek(0)  # damaged: name its first line that is not JSON
+                        _check_lines(path, version, handle)
                         raise DamagedLog(path, version, "cut (its last line is not whole)")
                 elif read == "all":
                     handle.seek(0)
@@ -117,6 +119,7 @@ def _check_objects(path, first, last, read):
         except FileNotFoundError:
             continue
         if read == "end" and not data.rstrip().endswith(b"}"):
+            _check_lines(path, version, data.splitlines())  # its first line not JSON
             raise DamagedLog(path, version, "cut (its last line is not whole)")
         if read == "all":
             _check_lines(path, version, data.splitlines())

@@ -196,7 +196,7 @@ def _values(rows, string):
 # collective matching and walks the ranks' paths with a recursive query; the Spark test of
 # the three job-path views failed and ran for minutes each over the test warehouse).
 SPARK_OMITS_READERS_OF = ("_host_layers", "run_metrics", "stream_queue", "step_bottleneck",
-                          "rank_critical_path")
+                          "critical_path_edges")
 
 
 def spark_omitted():

@@ -205,3 +205,43 @@ def test_the_matching_is_stored_by_the_refresh(paired):
     key = ("trace_id", "event_index", "graph_status", "captured_launch_event_index")
     assert sorted(tuple(r[k] for k in key) for r in mart.iter_rows(named=True)) == \
         sorted(tuple(r[k] for k in key) for r in view)
+
+
+# TraceLens's perf tables of the same run (GEMM.csv, RMSNorm_fwd.csv of its out/, the key
+# columns): the reference test_replayed_ops_are_measured_like_tracelens compares op_perf with
+PERF = TRACELENS.with_name("vllm_decode_graph_perf.csv")
+
+
+def test_replayed_ops_are_measured_like_tracelens(paired):
+    """op_perf measures a replayed op from its capture's shapes and its replayed kernels: one
+    row per captured op and graph launch, in the replay's phase. Per op and shapes TraceLens's
+    inference report (same run as test_agrees_with_tracelens_merge) and op_perf have the same
+    calls, FLOPs, bytes (its MB are 2^20 bytes) and kernel time (within 1 ns per call): the 72
+    replayed aten::addmm in three shapes (e.g. 24 of 32 x 2880 x 5120 with a bias, 943,882,240
+    FLOPs and 30,013,440 bytes each), 48 aiter::rmsnorm2d_fwd_with_add_ck, 1 aiter::rms_norm,
+    and the logits' aten::mm the replay trace ran itself. TraceLens lists the
+    vllm::rocm_unquantized_gemm around each GEMM too; tracewh models the op that launches."""
+    with PERF.open() as handle:
+        expected = {}
+        for row in csv.DictReader(handle):
+            key = (row["name"], json.dumps(json.loads(row["Input Dims_first"])))
+            calls, ns = expected[key][1:] if key in expected else (0, 0.0)
+            expected[key] = (row, calls + int(row["name_count"]),
+                             ns + float(row["Kernel Time (µs)_sum"]))
+    ours = {(r["name"], json.dumps(json.loads(r["shapes"]))): r for r in query(
+        paired, "SELECT name, shapes, count(*) AS calls, count(DISTINCT flops) AS shapes_n, "
+                "min(flops) AS flops, min(bytes) AS bytes, sum(gpu_busy_ns) AS ns, "
+                "bool_and(via_capture) AS replayed, min(op_phase) AS op_phase "
+                "FROM op_perf WHERE phase = 'decode' GROUP BY name, shapes")}
+    modeled = {key: value for key, value in expected.items()
+               if key[0] != "vllm::rocm_unquantized_gemm"}
+    names = {name for name, _ in modeled}
+    assert sorted(key for key in ours if key[0] in names) == sorted(modeled)
+    for key, (row, calls, ns) in modeled.items():
+        op = ours[key]
+        assert op["calls"] == calls, key
+        assert op["flops"] == round(float(row["GFLOPS_first"]) * 1e9), key
+        assert op["bytes"] == round(float(row["Data Moved (MB)_first"]) * 2**20), key
+        assert abs(op["ns"] - ns * 1000) <= calls, key
+        assert op["replayed"] == (key[0] != "aten::mm"), key
+        assert op["op_phase"] == ("decode" if key[0] == "aten::mm" else "capture"), key

@@ -2,7 +2,8 @@
 -- performance models op_perf measures calls against. GEMM, attention and convolution are
 -- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions, KV-cache
 -- writes) in _op_vector_models, inference attention in _op_inference_attention_models and
--- torch.compile's Triton kernels in _op_triton_models, whose calls this view adds.
+-- torch.compile's Triton kernels in _op_triton_models, MoE, grouped and vendor GEMMs in
+-- _op_matrix_models, whose calls this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -17,8 +18,8 @@
 --     flops = b (2 m n k + m n if a bias is added); bytes = b (m k + k n + m n) elements, plus
 --     the bias tensor's elements; the output is A's type (2 bytes when A is 1 byte: fp8).
 --   Attention (_scaled_dot_product_{flash,efficient,cudnn}_attention, [B, H, N, d] layout;
---   flash_attn::_flash_attn_{forward,backward}, aiter::mha_{fwd,bwd}, aiter::fmha_v3_fwd,
---   [B, N, H, d]):
+--   flash_attn::_flash_attn_{forward,backward}, FlashAttention-3's flash_attn_3::fwd and
+--   flash_attn_3::_flash_attn_forward, aiter::mha_{fwd,bwd}, aiter::fmha_v3_fwd, [B, N, H, d]):
 --     forward flops = 2 B Hq Nq Nkv (d_qk + d_v) (QK^T and PV), halved when causal and
 --     Nq = Nkv; bytes = Q + K + V + O. Backward flops = 2 B Hq Nq Nkv (3 d_qk + 2 d_v) (QK^T
 --     recomputed, dV, dP, dQ, dK), halved likewise, plus B Nkv (d_qk + d_v) (Hq / Hkv - 1)
@@ -31,14 +32,15 @@
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
 -- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models,
---   _op_triton_models
+--   _op_triton_models, _op_matrix_models
 --
 -- Columns:
 --   run, phase, rank   partition
 --   trace_id           the trace of the call
 --   event_index        the call's cpu_op event
 --   name               the op (aten::addmm, ...)
---   family             gemm, attention or convolution (and _op_vector_models's families)
+--   family             gemm, attention or convolution (and the other modules' families:
+--                      moe, elementwise, norm, ...)
 --   pass               forward or backward
 --   shapes             the call's Input Dims, JSON text
 --   input_type         the profiler's type of the first operand (c10::BFloat16, ...)
@@ -56,7 +58,7 @@ WITH specs AS (
   -- out [B, N, H, d] (flash-attention's and aiter's own ops).
   SELECT *, name IN ('aiter::gemm_a16w16', 'aiter::gemm_a16w16_asm',
                      'vllm::rocm_unquantized_gemm') AS b_nk,
-         name LIKE 'flash\_attn::%' ESCAPE '\' OR name LIKE 'aiter::%' AS bnhd
+         name LIKE 'flash\_attn%::%' ESCAPE '\' OR name LIKE 'aiter::%' AS bnhd
   FROM (VALUES
     ('aten::mm', 'gemm', 'forward', 0, 1, NULL, NULL, NULL, NULL),
     ('aten::addmm', 'gemm', 'forward', 1, 2, NULL, 0, NULL, NULL),
@@ -77,6 +79,8 @@ WITH specs AS (
     ('aten::_scaled_dot_product_cudnn_attention_backward', 'attention', 'backward', 1, 2, 3, NULL,
      14, NULL),
     ('flash_attn::_flash_attn_forward', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
+    ('flash_attn_3::fwd', 'attention', 'forward', 0, 1, 2, NULL, 24, NULL),
+    ('flash_attn_3::_flash_attn_forward', 'attention', 'forward', 0, 1, 2, NULL, 24, NULL),
     ('aiter::mha_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
     ('aiter::fmha_v3_fwd', 'attention', 'forward', 0, 1, 2, NULL, 5, NULL),
     ('flash_attn::_flash_attn_backward', 'attention', 'backward', 1, 2, 3, NULL, 11, NULL),
@@ -325,6 +329,10 @@ models AS (
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          flops, bytes
   FROM _op_triton_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_matrix_models
 )
 SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,

@@ -379,7 +379,7 @@ def library():
                            "category VARCHAR, args VARCHAR, ts_ns BIGINT, dur_ns BIGINT, "
                            "pid VARCHAR, tid VARCHAR)")
         for module in ("_dtypes", "_op_vector_models", "_op_inference_attention_models",
-                       "_op_triton_models", "_op_models"):
+                       "_op_triton_models", "_op_matrix_models", "_op_models"):
             connection.execute((ROOT / "sql" / f"{module}.sql").read_text())
         yield connection
 
@@ -480,6 +480,86 @@ def test_triton_kernels_take_inductors_own_figures(library, name, extra, expecte
     kernel_flop (NULL without), as PyTorch writes them into the call's args."""
     args = {"Input Dims": [[10, 10], [10, 10], [10, 10], []],
             "Input type": ["float", "float", "float", "Scalar"], **extra}
+    assert model_in_sql(library, name, args) == expected
+
+
+# MoE, grouped and vendor GEMMs, FlashAttention-3: no trace in ../shared runs them with their
+# weights among the shapes, so each is a constructed call against TraceLens's formulas
+# (PerfModel/perf_model.py, extensions/moe_perf_model_extensions.py at commit 171dd747)
+# written out here.
+def tracelens_moe(stage, m, k, n, experts, topk, gated, in_b, w_b, out_b):
+    """TraceLens's FusedMoE / UnfusedMoE_Up / UnfusedMoE_Down flops_func and bytes_func."""
+    g = 2 if gated else 1
+    active = experts * (1 - ((experts - topk) / experts) ** m)
+    if stage == "fused":
+        flops = 2 * m * k * n * topk * g + 2 * m * k * n * topk + m * k * (2 * topk - 1)
+        moved = m * k * in_b + active * n * k * w_b * g + active * n * k * w_b + m * k * out_b
+    elif stage == "up":
+        flops = 2 * m * k * n * topk * g
+        moved = m * k * in_b + active * g * k * n * w_b + m * n * topk * out_b
+    else:
+        flops = 2 * m * n * k * topk
+        moved = m * n * topk * in_b + active * n * k * w_b + m * k * out_b
+    return flops, round(moved)
+
+
+BF16, FP8 = "c10::BFloat16", "c10::Float8_e4m3fn"
+
+
+@pytest.mark.parametrize("name, dims, types, concrete, expected", [
+    # TraceLens's own test event (tests/test_perfmodel_extensions.py, MOE_FUSED_EVENT)
+    ("vllm::rocm_aiter_fused_moe", [[32, 4096], [8, 14336, 4096], [8, 4096, 7168], [32, 2]],
+     [BF16, FP8, FP8, "float"], [], tracelens_moe("fused", 32, 4096, 7168, 8, 2, True, 2, 1, 2)),
+    ("aiter::fmoe_fp8_blockscale_g1u1",
+     [[512, 7168], [512, 7168], [256, 4096, 7168], [256, 7168, 2048], [512, 8], [512, 8]],
+     [BF16, FP8, FP8, FP8, "float", "int"], ["", "", "", "", "", "", "", "", "8"],
+     tracelens_moe("fused", 512, 7168, 2048, 256, 8, True, 1, 1, 2)),
+    ("aiter::ck_moe_stage1",
+     [[64, 2048], [64, 1536, 2048], [64, 2048, 768], [1024], [16], [1], [64, 6, 768]],
+     [BF16, BF16, BF16, "int", "int", "int", BF16], [],
+     tracelens_moe("up", 64, 2048, 768, 64, 6, True, 2, 2, 2)),
+    ("aiter::ck_moe_stage2",
+     [[64, 6, 768], [64, 1536, 2048], [64, 2048, 768], [1024], [16], [1], [64, 2048]],
+     [BF16, BF16, BF16, "int", "int", "int", BF16], [],
+     tracelens_moe("down", 64, 2048, 768, 64, 6, False, 2, 2, 2)),
+    # grouped GEMM, W [G, K, N] and [G, N, K]: 2 M K N; (M K + G K N + M N) x 2 bytes
+    ("primus_turbo::grouped_gemm", [[4096, 1024], [8, 1024, 2816]], [BF16, BF16], [],
+     (2 * 4096 * 1024 * 2816, (4096 * 1024 + 8 * 1024 * 2816 + 4096 * 2816) * 2)),
+    ("primus_turbo_cpp_extension::ck_grouped_gemm", [[4096, 1024], [8, 2816, 1024]],
+     [BF16, BF16], [], (2 * 4096 * 1024 * 2816, (4096 * 1024 + 8 * 1024 * 2816 + 4096 * 2816) * 2)),
+    # TransformerEngine: A [K, M] (transa 0), B [N, K]... M 512, K 1024, N 2048 with a bias
+    ("tex_ts::te_gemm_ts",
+     [[1024, 512]] + [[]] * 4 + [[2048, 1024]] + [[]] * 4 + [[2048, 512]] + [[]] * 7 + [[2048]],
+     [BF16] + [""] * 4 + [BF16] + [""] * 4 + [BF16] + [""] * 7 + [BF16],
+     [""] * 4 + ["0"] + [""] * 4 + ["0"] + [""] * 9,
+     (2 * 512 * 2048 * 1024 + 512 * 2048,
+      (512 * 1024 + 1024 * 2048 + 512 * 2048 + 2048) * 2)),
+    ("tex_ts::te_gemm_ts",
+     [[512, 1024]] + [[]] * 4 + [[1024, 2048]] + [[]] * 4 + [[2048, 512]] + [[]] * 7 + [[]],
+     [BF16] + [""] * 4 + [BF16] + [""] * 4 + [BF16] + [""] * 8,
+     [""] * 4 + ["1"] + [""] * 4 + ["1"] + [""] * 9,
+     (2 * 512 * 2048 * 1024, (512 * 1024 + 1024 * 2048 + 512 * 2048) * 2)),
+    # hipBLASLt FP8: A [M, K], B [K, N], bf16 out; transC swaps them
+    ("primus_turbo_cpp_extension::hipblaslt_gemm_fp8",
+     [[256, 4096], [], [4096, 1024], [], [], [], [], [], []], [FP8, "float", FP8, "float"],
+     ["", "", "", "", "5", "False", "False", "False", ""],
+     (2 * 256 * 1024 * 4096, 256 * 4096 + 4096 * 1024 + 256 * 1024 * 2)),
+    ("primus_turbo::hipblaslt_gemm_fp8",
+     [[1024, 4096], [], [4096, 256], [], [], [], [], [], []], [FP8, "float", FP8, "float"],
+     ["", "", "", "", "5", "False", "False", "True", ""],
+     (2 * 256 * 1024 * 4096, 256 * 4096 + 4096 * 1024 + 256 * 1024 * 2)),
+    # FlashAttention-3, [B, N, H, d], causal (Concrete Input 24) and square: halved
+    ("flash_attn_3::fwd", [[2, 1024, 16, 128], [2, 1024, 4, 128], [2, 1024, 4, 128]],
+     [BF16, BF16, BF16], [""] * 24 + ["True"],
+     (2 * 16 * 1024 * 1024 * 256,
+      (2 * 1024 * 16 * 128 * 2 + 2 * 2 * 1024 * 4 * 128) * 2)),
+    # MoE without weights among its shapes (vllm::moe_forward: tokens and router logits):
+    # not modeled, TraceLens guesses the intermediate size
+    ("vllm::moe_forward", [[32, 3072], [32, 32], [], []], [BF16, BF16, "", ""], [], None),
+])
+def test_matrix_models_match_tracelens_formulas(library, name, dims, types, concrete,
+                                                expected):
+    args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
     assert model_in_sql(library, name, args) == expected
 
 

@@ -10,7 +10,7 @@
 -- capture trace that replayed kernels are attributed to (see op_kernels) are known only once
 -- the run holds the replay: their ancestors are found here, in the capture traces only.
 --
--- Reads: call_ancestors, _host_layers, op_kernels
+-- Reads: call_ancestors, _host_layers, graph_replay_kernels
 --
 -- Columns:
 --   layer                 cpu_op or module
@@ -21,16 +21,22 @@
 --   ancestor_event_index  the ancestor member
 CREATE OR REPLACE VIEW _host_ancestors AS
 WITH captured AS (
-  -- the ops of a capture trace that replayed kernels are attributed to (op_kernels, through
-  -- graph_replay_kernels): known only once the run holds the replay, so not at ingest
-  SELECT DISTINCT k.run, k.op_phase AS phase, k.rank, k.op_trace_id AS trace_id,
-         k.op_event_index AS event_index
-  FROM op_kernels AS k
-  WHERE k.via_capture AND k.op_event_index IS NOT NULL
+  -- the ops of a capture trace that replayed kernels are attributed to (op_kernels' rule:
+  -- the op enclosing the captured launch): known only once the run holds the replay, so
+  -- not at ingest. Read from the graph_replay_kernels mart, which is empty where no run
+  -- holds a capture, so that those runs pay nothing for it.
+  SELECT DISTINCT g.run, g.capture_phase AS phase, g.rank, g.capture_trace_id AS trace_id,
+         p.parent_event_index AS event_index
+  FROM graph_replay_kernels AS g
+  JOIN _host_layers AS p
+    ON p.run = g.run AND p.phase = g.capture_phase AND p.rank = g.rank
+   AND p.trace_id = g.capture_trace_id AND p.event_index = g.captured_launch_event_index
+  WHERE g.captured_launch_event_index IS NOT NULL AND p.source = 'runtime'
+    AND p.layer = 'cpu_op' AND p.parent_event_index IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM call_ancestors AS c
-                    WHERE c.layer = 'cpu_op' AND c.run = k.run AND c.phase = k.op_phase
-                      AND c.rank = k.rank AND c.trace_id = k.op_trace_id
-                      AND c.event_index = k.op_event_index)
+                    WHERE c.layer = 'cpu_op' AND c.run = g.run AND c.phase = g.capture_phase
+                      AND c.rank = g.rank AND c.trace_id = g.capture_trace_id
+                      AND c.event_index = p.parent_event_index)
 ),
 members AS (
   SELECT l.run, l.phase, l.rank, l.trace_id, l.event_index, l.pid, l.tid, l.pos, l.depth,

@@ -10,6 +10,11 @@ pub struct Validity {
 }
 
 impl Validity {
+    /// Whether row `row` is not null.
+    pub fn get(&self, row: usize) -> bool {
+        self.bits[row / 8] >> (row % 8) & 1 == 1
+    }
+
     fn push(&mut self, valid: bool) {
         if self.len.is_multiple_of(8) {
             self.bits.push(0);
@@ -48,6 +53,12 @@ impl StrColumn {
         self.validity.bits.reserve(rows / 8 + 1);
     }
 
+    /// Row `row`'s bytes, or None when it is null.
+    pub fn get(&self, row: usize) -> Option<&[u8]> {
+        let range = self.offsets[row] as usize..self.offsets[row + 1] as usize;
+        self.validity.get(row).then(|| &self.data[range])
+    }
+
     /// End the current row: its bytes are what was appended to `data` since the last row.
     pub fn close(&mut self, valid: bool) -> Option<()> {
         let end = i32::try_from(self.data.len()).ok()?;
@@ -76,6 +87,11 @@ impl<T: Default + Copy> Column<T> {
     pub fn reserve(&mut self, rows: usize) {
         self.values.reserve(rows);
         self.validity.bits.reserve(rows / 8 + 1);
+    }
+
+    /// Row `row`'s value, or None when it is null.
+    pub fn get(&self, row: usize) -> Option<T> {
+        self.validity.get(row).then(|| self.values[row])
     }
 
     pub fn push(&mut self, value: Option<T>) {

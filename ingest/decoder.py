@@ -55,14 +55,17 @@ def normalize(data, trace_id, first_event=0, redact_secrets=False):
     The core reads whitespace itself and writes args compact, so it needs no compaction pass;
     nor does redaction, whose rules match inside strings, except the one for a flag and its
     value as items of a list (`"--token","VALUE"`), which needs the items' separator compact:
-    a chunk holding `--` is compacted first."""
+    a chunk holding `--` is compacted first. A chunk holding no anchor of a secret rule, most
+    chunks, is neither scanned for `--` nor compacted: compaction only drops whitespace
+    outside strings, where no anchor can start in valid JSON (keys end in a quote), so it has
+    none compacted either (and invalid JSON goes to the reference, which redacts itself)."""
     if native_available():
         secrets = 0
-        text = data
-        if redact_secrets:  # over the text, as the reference does before it decodes
-            if b"--" in data:
-                text = msgspec.json.format(data, indent=-1)
-            text, secrets = redact_json_text(bytes(text), _decode.has_secret_anchor)
+        text = bytes(data)
+        if redact_secrets and _decode.has_secret_anchor(text):  # as the reference does first
+            if b"--" in text:
+                text = msgspec.json.format(text, indent=-1)
+            text, secrets = redact_json_text(text, _decode.has_secret_anchor)
         result = normalize_native(text, trace_id, first_event)
         if result is not None:
             result.secrets = secrets

@@ -2,7 +2,7 @@
 //! least significant bit first) and, for strings, 32-bit offsets into one data buffer. Python
 //! wraps each buffer with `pyarrow.Array.from_buffers`, without copying.
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Validity {
     pub bits: Vec<u8>,
     pub nulls: usize,
@@ -31,6 +31,7 @@ impl Validity {
 /// A string column (Arrow `string`: int32 offsets): a row's bytes are appended to `data`, then
 /// `close` ends the row; it returns None when the column would pass the 2 GiB that 32-bit
 /// offsets reach.
+#[derive(Clone)]
 pub struct StrColumn {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
@@ -69,6 +70,7 @@ impl StrColumn {
 }
 
 /// A fixed-width column (int32, int64, float64).
+#[derive(Clone)]
 pub struct Column<T> {
     pub values: Vec<T>,
     pub validity: Validity,

@@ -177,10 +177,7 @@ fn gather_values<T: Default + Copy>(
     column
 }
 
-fn gather_strings<'a>(
-    rows: &[u32],
-    value: impl Fn(usize) -> Option<&'a [u8]>,
-) -> Res<StrColumn> {
+fn gather_strings<'a>(rows: &[u32], value: impl Fn(usize) -> Option<&'a [u8]>) -> Res<StrColumn> {
     let mut column = StrColumn::default();
     column.reserve(rows.len());
     let size: usize = rows

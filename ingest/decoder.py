@@ -1,9 +1,9 @@
 """Which decoder normalises a chunk: the native core when it can, the Python reference else.
 
 The native core (`tracewh.ingest._decode`, Rust: ingest/native) reads a chunk's JSON array of
-events into one Arrow column per event field with the GIL released; the tables are then
-assembled here from those columns by Arrow kernels, with the reference's own routing and
-column rules (`normalize`). The core declines a chunk (returns None) whenever it holds
+events into one column per event field and builds each table's Arrow buffers from them, with
+the GIL released; the routing rules stay the reference's (`normalize`): the core asks this
+module to route the chunk's few distinct (ph, cat) pairs. The core declines a chunk (returns None) whenever it holds
 something it does not reproduce exactly: keys or value types the fast path does not model
 (kept in `extra` by the reference), duplicate keys, escapes in keys, invalid UTF-8, malformed
 JSON, a missing ph or ts, times beyond 64 bits, a negative dur. Such a chunk, and a table
@@ -22,8 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
-from .normalize import (_ARG_FIELDS, _INSTANT_PHASE, _UNMODELLED_FIELDS, ChunkResult,
-                        _categories, _name_ids, _positions_by_table, normalize_chunk)
+from .normalize import (_ARG_FIELDS, _INSTANT_PHASE, _UNMODELLED_FIELDS, TABLE_OF_CATEGORY,
+                        TABLE_OF_PHASE, ChunkResult, _category, _name_ids, _route,
+                        normalize_chunk)
 from .secrets import redact_json_text
 
 try:
@@ -31,17 +32,6 @@ try:
 except ImportError:  # not built (no Rust toolchain at install): the reference alone
     _decode = None
 
-_STRING_FIELDS = ("ph", "cat", "name", "bp", "s", "pid", "tid", "id", "args")
-_ARROW_TYPES = {
-    "pid_number": pa.int64(), "tid_number": pa.int64(), "ts_ns": pa.int64(),
-    "dur_ns": pa.int64(), "device": pa.int64(), "stream": pa.int64(),
-    "correlation": pa.int64(), "External id": pa.int64(), "external id": pa.int64(),
-    "registers per thread": pa.int64(), "shared memory": pa.int64(), "bytes": pa.int64(),
-    "Sequence number": pa.int64(), "cbid": pa.int64(),
-    "blocks per SM": pa.float64(), "warps per SM": pa.float64(),
-    "est. achieved occupancy %": pa.float64(), "memory bandwidth (GB/s)": pa.float64(),
-    **{f"{dimension}_{axis}": pa.int64() for dimension in ("grid", "block") for axis in "xyz"},
-}
 # The core's column of each args field a table reads, by the field's attribute in the
 # reference's structs (KernelArgs, CpuArgs, RuntimeArgs): the column is named by the key in the
 # args, and a list of dimensions (grid, block) gives three columns, its x, y and z.
@@ -65,14 +55,17 @@ def normalize(data, trace_id, first_event=0, redact_secrets=False):
     The core reads whitespace itself and writes args compact, so it needs no compaction pass;
     nor does redaction, whose rules match inside strings, except the one for a flag and its
     value as items of a list (`"--token","VALUE"`), which needs the items' separator compact:
-    a chunk holding `--` is compacted first."""
+    a chunk holding `--` is compacted first. A chunk holding no anchor of a secret rule, most
+    chunks, is neither scanned for `--` nor compacted: compaction only drops whitespace
+    outside strings, where no anchor can start in valid JSON (keys end in a quote), so it has
+    none compacted either (and invalid JSON goes to the reference, which redacts itself)."""
     if native_available():
         secrets = 0
-        text = data
-        if redact_secrets:  # over the text, as the reference does before it decodes
-            if b"--" in data:
-                text = msgspec.json.format(data, indent=-1)
-            text, secrets = redact_json_text(bytes(text), _decode.has_secret_anchor)
+        text = bytes(data)
+        if redact_secrets and _decode.has_secret_anchor(text):  # as the reference does first
+            if b"--" in text:
+                text = msgspec.json.format(text, indent=-1)
+            text, secrets = redact_json_text(text, _decode.has_secret_anchor)
         result = normalize_native(text, trace_id, first_event)
         if result is not None:
             result.secrets = secrets
@@ -83,130 +76,89 @@ def normalize(data, trace_id, first_event=0, redact_secrets=False):
 
 def normalize_native(data, trace_id, first_event=0):
     """The chunk's tables from the native core, or None where the reference must decode it.
-    Secrets are not redacted here (see `normalize`)."""
-    decoded = _decode.decode_events(bytes(data))
+    Secrets are not redacted here (see `normalize`). The core decodes, codes each event by
+    its (ph, cat) pair and gathers each table's columns; the few distinct pairs are routed
+    here (`_plan`), by the reference's rules."""
+    warnings = Counter()
+    decoded = _decode.decode_tables(bytes(data), first_event,
+                                    lambda pairs: _plan(pairs, warnings))
     if decoded is None:
         return None
-    count = decoded.pop("events")
-    columns = {key: _array(key, buffers, count) for key, buffers in decoded.items()}
-    warnings = Counter()
+    count, built = decoded
     tables = {}
-    try:
-        for name, positions in _positions_by_table(columns["ph"], columns["cat"], None,
-                                                   first_event, warnings):
-            group = _Group(columns, positions)
-            if _needs_extra(name, group):
-                return None
-            table = _BUILDERS[name](group, warnings)
-            table["event_index"] = pc.add(positions.cast(pa.int64()), first_event)
-            table["trace_id"] = pa.repeat(pa.scalar(trace_id, pa.string()), len(positions))
-            schema = TABLES[name].schema
-            tables[name] = pa.table([table[f.name].cast(f.type) for f in schema], schema=schema)
-    except (pa.ArrowInvalid, OverflowError):
-        return None  # a value the table's type does not hold: the reference names the event
+    for name, rows, buffers in built:
+        schema = TABLES[name].schema
+        columns = dict(zip(_CORE_COLUMNS[name], buffers))
+        arrays = []
+        for column in schema:
+            if column.name in columns:
+                validity, *data = (None if b is None else pa.py_buffer(b)
+                                   for b in columns[column.name])
+                arrays.append(pa.Array.from_buffers(column.type, rows, [validity, *data]))
+            elif column.name == "trace_id":
+                arrays.append(pa.repeat(pa.scalar(trace_id, pa.string()), rows))
+            elif column.name == "extra":
+                arrays.append(pa.nulls(rows, pa.string()))
+            else:  # name_id, of the table's names
+                arrays.append(_name_ids_of(arrays[schema.names.index("name")]))
+        table = pa.Table.from_arrays(arrays, schema=schema)
+        if "dur_ns" in columns:
+            missing = table["dur_ns"].null_count
+            if missing:
+                warnings["X events without dur (kept with NULL dur_ns)"] += missing
+        tables[name] = table
     return ChunkResult(tables, count, warnings)
 
 
-def _array(key, buffers, count):
-    """An Arrow array over the core's buffers (bytes objects), without copying them."""
-    validity, *data = (None if b is None else pa.py_buffer(b) for b in buffers)
-    if key in _STRING_FIELDS:
-        return pa.Array.from_buffers(pa.string(), count, [validity, *data])
-    return pa.Array.from_buffers(_ARROW_TYPES[key], count, [validity, *data])
+def _plan(pairs, warnings):
+    """Route the chunk's distinct (ph, cat) pairs (`_route`, counting its warnings) and say
+    which core columns each table takes; None (declined) when an event holds a field its table
+    has no column for, which the reference keeps in `extra` (real traces have none)."""
+    routed = {}
+    for code, (ph, cat, count, fields) in enumerate(pairs):
+        table, note = _route(ph, cat)
+        if note:
+            warnings[note] += count
+        unmodelled = _UNMODELLED_FIELDS[table]
+        if any(held for field, held in zip(_FIELD_ORDER, fields) if field in unmodelled) \
+                or (table == "instants" and ph != _INSTANT_PHASE):
+            return None
+        routed.setdefault(table, []).append(code)
+    return [(name, codes, [_category(pairs[code][1]) for code in codes], _PLANS[name])
+            for name, codes in sorted(routed.items())]
 
 
-class _Group(dict):
-    """The rows of the columns that go to one table, taken from the chunk's on first use
-    (a table reads a third of the core's columns)."""
-
-    def __init__(self, columns, positions):
-        super().__init__()
-        self.columns, self.positions = columns, positions
-
-    def __missing__(self, key):
-        self[key] = self.columns[key].take(self.positions)
-        return self[key]
-
-
-# The core's column of each event field a table may not model (see normalize._extra).
-_FIELD_COLUMN = {"dur": "dur_ns", "id": "id", "bp": "bp", "s": "s"}
-
-
-def _needs_extra(table, group):
-    """Whether an event of the group holds a field its table has no column for, which the
-    reference keeps in `extra` (not reproduced natively: real traces have none)."""
-    for field in _UNMODELLED_FIELDS[table]:
-        if group[_FIELD_COLUMN[field]].null_count < len(group["ph"]):
-            return True
-    return table == "instants" and not pc.all(pc.equal(group["ph"], _INSTANT_PHASE)).as_py()
-
-
-def _base_columns(group, warnings, durations=False):
-    columns = {"name": group["name"], "category": _categories(group["cat"]),
-               "pid": group["pid"], "tid": group["tid"], "args": group["args"],
-               "extra": pa.nulls(len(group["ph"]), pa.string()), "ts_ns": group["ts_ns"]}
-    if durations:
-        missing = group["dur_ns"].null_count
-        if missing:
-            warnings["X events without dur (kept with NULL dur_ns)"] += missing
-        columns["dur_ns"] = group["dur_ns"]
-    return columns
-
-
-def _arg_columns(group, names):
-    """Table columns from args fields; `external_id` is the new or the old spelling."""
-    columns = {name: group[_ARG_COLUMNS[name]] for name in names if name != "external_id"}
-    if "external_id" in names:
-        columns["external_id"] = pc.coalesce(group[_ARG_COLUMNS["external_id"]],
-                                             group[_ARG_COLUMNS["external_id_old"]])
-    return columns
-
-
-def _kernel_columns(group, warnings):
-    columns = _base_columns(group, warnings, durations=True)
-    columns["name_id"] = _name_ids(group["name"].to_pylist())
-    columns["device"] = pc.coalesce(group["device"], group["pid_number"])
-    columns["stream"] = pc.coalesce(group["stream"], group["tid_number"])
-    columns.update(_arg_columns(group, (
-        "correlation", "external_id", "registers_per_thread", "shared_memory",
-        "blocks_per_sm", "warps_per_sm", "occupancy", "bytes", "bandwidth",
-        *(f"{d}_{axis}" for d in ("grid", "block") for axis in "xyz"))))
-    return columns
-
-
-def _cpu_op_columns(group, warnings):
-    columns = _base_columns(group, warnings, durations=True)
-    columns.update(_arg_columns(group, ("external_id", "sequence_number")))
-    return columns
-
-
-def _runtime_columns(group, warnings):
-    columns = _base_columns(group, warnings, durations=True)
-    columns.update(_arg_columns(group, ("correlation", "external_id", "cbid")))
-    return columns
-
-
-def _flow_columns(group, warnings):
-    return {**_base_columns(group, warnings), "ph": group["ph"], "id": group["id"],
-            "bp": group["bp"]}
-
-
-def _instant_columns(group, warnings):
-    return {**_base_columns(group, warnings), "scope": group["s"]}
-
-
-def _other_columns(group, warnings):
-    return {**_base_columns(group, warnings, durations=True), "ph": group["ph"],
-            "category": group["cat"]}
-
-
-_BUILDERS = {
-    "kernels": _kernel_columns,
-    "cpu_ops": _cpu_op_columns,
-    "runtime": _runtime_columns,
-    "flows": _flow_columns,
-    "counters": _base_columns,
-    "instants": _instant_columns,
-    "metadata": _base_columns,
-    "other_events": _other_columns,
+# The fields the core counts per pair (see tables.rs), which a table may not model.
+_FIELD_ORDER = ("dur", "id", "bp", "s")
+# The core columns of each table column, by the field's attribute in the reference's args
+# structs (KernelArgs, CpuArgs, RuntimeArgs): the column is the first non-null of them.
+_SOURCES = {
+    "event_index": ("event_index",), "category": ("category",), "scope": ("s",),
+    "device": ("device", "pid_number"), "stream": ("stream", "tid_number"),
+    "external_id": (_ARG_COLUMNS["external_id"], _ARG_COLUMNS["external_id_old"]),
 }
+_NOT_FROM_THE_CORE = {"trace_id", "extra", "name_id"}
+
+
+def _core_plan(table):
+    """[(Arrow type, core columns)] of the table's columns the core builds."""
+    plan = []
+    for column in TABLES[table].schema:
+        if column.name not in _NOT_FROM_THE_CORE:
+            sources = _SOURCES.get(column.name) or (_ARG_COLUMNS.get(column.name, column.name),)
+            if table == "other_events" and column.name == "category":
+                sources = ("cat",)  # as written: no known category to map it to
+            plan.append((str(column.type), list(sources)))
+    return plan
+
+
+_TABLE_NAMES = {*TABLE_OF_PHASE.values(), *TABLE_OF_CATEGORY.values(), "other_events"}
+_PLANS = {name: _core_plan(name) for name in _TABLE_NAMES}
+_CORE_COLUMNS = {name: [c.name for c in TABLES[name].schema if c.name not in _NOT_FROM_THE_CORE]
+                 for name in _TABLE_NAMES}
+
+
+def _name_ids_of(names):
+    """name_id of each name (an Arrow string array), hashed once per distinct name."""
+    encoded = names.dictionary_encode()
+    return pc.take(_name_ids(encoded.dictionary.to_pylist()), encoded.indices)

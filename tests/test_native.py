@@ -103,6 +103,33 @@ def test_the_core_reads_every_args_field_the_reference_reads():
                 assert decoder._ARG_COLUMNS[name] in columns, name
 
 
+def test_the_core_offers_each_ph_and_cat_pair_once_to_be_routed():
+    """The core builds the tables; Python routes only the distinct (ph, cat) pairs, each
+    with its events and how many hold a dur, an id, a bp and an s (fields some tables keep in
+    extra), in order of first appearance; a plan of None declines the chunk."""
+    data = (b'[{"ph":"X","cat":"kernel","ts":1,"dur":2},{"ph":"X","cat":"Kernel","ts":1},'
+            b'{"ph":"X","cat":"kernel","ts":3,"dur":1},{"ph":"i","ts":1,"s":"g"},'
+            b'{"ph":"s","cat":"ac2g","ts":1,"id":7,"bp":"e"},{"ph":"M","name":"x"}]')
+    offered = []
+    assert decoder._decode.decode_tables(data, 0, offered.extend) is None
+    assert offered == [("X", "kernel", 2, [2, 0, 0, 0]), ("X", "Kernel", 1, [0, 0, 0, 0]),
+                       ("i", None, 1, [0, 0, 0, 1]), ("s", "ac2g", 1, [0, 1, 1, 0]),
+                       ("M", None, 1, [0, 0, 0, 0])]
+    native = normalize_native(data, "t", 3)
+    assert sorted(native.tables) == ["flows", "instants", "kernels", "metadata"]
+    assert native.tables["kernels"]["event_index"].to_pylist() == [3, 4, 5]
+    assert native.tables["kernels"]["category"].to_pylist() == ["kernel"] * 3
+    assert_same(native, normalize_chunk(data, "t", 3))
+
+
+def test_a_value_beyond_its_columns_type_is_left_to_the_reference():
+    """A kernel's device is its pid when args have none: a pid beyond Int32 does not fit, and
+    the reference names the problem."""
+    data = b'[{"ph":"X","cat":"kernel","ts":1,"dur":2,"pid":2147483648}]'
+    assert normalize_native(data, "t") is None
+    assert isinstance(_reference(data), Exception)
+
+
 def test_times_are_exact_from_the_numbers_text():
     """ts and dur to integer ns from their text, truncated past the third decimal: a double
     would read this ts as ...430.125 -> ...430125 only by luck, and 1.5e3 is 1500 us."""

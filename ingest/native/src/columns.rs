@@ -2,7 +2,7 @@
 //! least significant bit first) and, for strings, 32-bit offsets into one data buffer. Python
 //! wraps each buffer with `pyarrow.Array.from_buffers`, without copying.
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Validity {
     pub bits: Vec<u8>,
     pub nulls: usize,
@@ -10,6 +10,11 @@ pub struct Validity {
 }
 
 impl Validity {
+    /// Whether row `row` is not null.
+    pub fn get(&self, row: usize) -> bool {
+        self.bits[row / 8] >> (row % 8) & 1 == 1
+    }
+
     fn push(&mut self, valid: bool) {
         if self.len.is_multiple_of(8) {
             self.bits.push(0);
@@ -26,6 +31,7 @@ impl Validity {
 /// A string column (Arrow `string`: int32 offsets): a row's bytes are appended to `data`, then
 /// `close` ends the row; it returns None when the column would pass the 2 GiB that 32-bit
 /// offsets reach.
+#[derive(Clone)]
 pub struct StrColumn {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
@@ -48,6 +54,12 @@ impl StrColumn {
         self.validity.bits.reserve(rows / 8 + 1);
     }
 
+    /// Row `row`'s bytes, or None when it is null.
+    pub fn get(&self, row: usize) -> Option<&[u8]> {
+        let range = self.offsets[row] as usize..self.offsets[row + 1] as usize;
+        self.validity.get(row).then(|| &self.data[range])
+    }
+
     /// End the current row: its bytes are what was appended to `data` since the last row.
     pub fn close(&mut self, valid: bool) -> Option<()> {
         let end = i32::try_from(self.data.len()).ok()?;
@@ -58,6 +70,7 @@ impl StrColumn {
 }
 
 /// A fixed-width column (int32, int64, float64).
+#[derive(Clone)]
 pub struct Column<T> {
     pub values: Vec<T>,
     pub validity: Validity,
@@ -76,6 +89,11 @@ impl<T: Default + Copy> Column<T> {
     pub fn reserve(&mut self, rows: usize) {
         self.values.reserve(rows);
         self.validity.bits.reserve(rows / 8 + 1);
+    }
+
+    /// Row `row`'s value, or None when it is null.
+    pub fn get(&self, row: usize) -> Option<T> {
+        self.validity.get(row).then(|| self.values[row])
     }
 
     pub fn push(&mut self, value: Option<T>) {

@@ -56,6 +56,46 @@ pub struct Events {
     pub dimensions: [[Column<i64>; 3]; 2],
 }
 
+/// One of the core's columns, by its kind.
+pub enum ColumnRef<'a> {
+    Str(&'a StrColumn),
+    Int(&'a Column<i64>),
+    Float(&'a Column<f64>),
+}
+
+impl Events {
+    /// Every column, by the name Python knows it by: the event's key (pid_number and
+    /// tid_number for integer pids and tids, ts_ns and dur_ns for the times), the args
+    /// field's key, or grid_x .. block_z for the dimensions.
+    pub fn columns(&self) -> Vec<(String, ColumnRef<'_>)> {
+        let text = ["ph", "cat", "name", "bp", "s"].iter().zip(&self.text);
+        let ids = ["pid", "tid", "id"].iter().zip(&self.ids);
+        let mut out: Vec<(String, ColumnRef)> = text
+            .chain(ids)
+            .chain([(&"args", &self.args)])
+            .map(|(key, column)| (key.to_string(), ColumnRef::Str(column)))
+            .collect();
+        let numbers = ["pid_number", "tid_number"].iter().zip(&self.id_numbers);
+        let times = [(&"ts_ns", &self.ts_ns), (&"dur_ns", &self.dur_ns)];
+        let ints = INT_ARGS.iter().map(|field| &field.0).zip(&self.int_args);
+        out.extend(
+            numbers
+                .chain(times)
+                .chain(ints)
+                .map(|(key, column)| (key.to_string(), ColumnRef::Int(column))),
+        );
+        for (key, column) in FLOAT_ARGS.iter().zip(&self.float_args) {
+            out.push((key.to_string(), ColumnRef::Float(column)));
+        }
+        for (key, columns) in DIMENSION_ARGS.iter().zip(&self.dimensions) {
+            for (axis, column) in ["x", "y", "z"].iter().zip(columns) {
+                out.push((format!("{key}_{axis}"), ColumnRef::Int(column)));
+            }
+        }
+        out
+    }
+}
+
 /// Decode a JSON array of events (surrounding whitespace allowed).
 pub fn decode(data: &[u8]) -> Res<Events> {
     if std::str::from_utf8(data).is_err() {

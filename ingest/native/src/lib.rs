@@ -11,12 +11,14 @@ mod decode;
 mod graph;
 mod json;
 mod numbers;
+mod tables;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use columns::{Column, StrColumn, Validity};
-use decode::{Events, DIMENSION_ARGS, FLOAT_ARGS, INT_ARGS};
+use decode::{ColumnRef, Events};
+use tables::{Built, Plan};
 
 /// The bytes of a slice of plain numbers (i32, i64, f64), as Arrow lays them out.
 fn raw_bytes<T: Copy>(values: &[T]) -> &[u8] {
@@ -24,54 +26,93 @@ fn raw_bytes<T: Copy>(values: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
-fn validity<'py>(py: Python<'py>, validity: &Validity) -> Option<Bound<'py, PyBytes>> {
-    (validity.nulls > 0).then(|| PyBytes::new(py, &validity.bits))
+trait AsBytes {
+    fn as_bytes(&self) -> &[u8];
+}
+
+impl<T: Copy> AsBytes for Vec<T> {
+    fn as_bytes(&self) -> &[u8] {
+        raw_bytes(self)
+    }
+}
+
+/// A column's buffer, lent to Python without a copy (buffer protocol: `pyarrow.py_buffer`
+/// wraps it and keeps it alive). Copying every buffer into a bytes object was a tenth of the
+/// decode's time, and as much memory again while both lived.
+#[pyclass(frozen)]
+struct Buffer(Box<dyn AsBytes + Send + Sync>);
+
+#[pymethods]
+impl Buffer {
+    /// # Safety
+    /// Called by Python's buffer protocol with a view to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        let bytes = slf.get().0.as_bytes();
+        // SAFETY: the view is Python's to fill; the bytes live as long as `slf`, which the
+        // view holds a reference to (read-only, so never written through it).
+        let filled = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                bytes.as_ptr() as *mut std::os::raw::c_void,
+                bytes.len() as pyo3::ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if filled == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+}
+
+fn lend<'py>(
+    py: Python<'py>,
+    data: impl AsBytes + Send + Sync + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(Bound::new(py, Buffer(Box::new(data)))?.into_any())
+}
+
+fn validity<'py>(py: Python<'py>, validity: Validity) -> PyResult<Option<Bound<'py, PyAny>>> {
+    (validity.nulls > 0)
+        .then(|| lend(py, validity.bits))
+        .transpose()
 }
 
 /// (validity or None, offsets, data) of a string column.
-fn strings<'py>(py: Python<'py>, column: &StrColumn) -> PyResult<Bound<'py, PyAny>> {
+fn strings(py: Python<'_>, column: StrColumn) -> PyResult<Bound<'_, PyAny>> {
     let buffers = (
-        validity(py, &column.validity),
-        PyBytes::new(py, raw_bytes(&column.offsets)),
-        PyBytes::new(py, &column.data),
+        validity(py, column.validity)?,
+        lend(py, column.offsets)?,
+        lend(py, column.data)?,
     );
     buffers.into_pyobject(py).map(|t| t.into_any())
 }
 
 /// (validity or None, values) of a fixed-width column.
-fn values<'py, T: Copy>(py: Python<'py>, column: &Column<T>) -> PyResult<Bound<'py, PyAny>> {
-    let buffers = (
-        validity(py, &column.validity),
-        PyBytes::new(py, raw_bytes(&column.values)),
-    );
+fn values<T: Copy + Send + Sync + 'static>(
+    py: Python<'_>,
+    column: Column<T>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let buffers = (validity(py, column.validity)?, lend(py, column.values)?);
     buffers.into_pyobject(py).map(|t| t.into_any())
 }
 
 fn to_dict<'py>(py: Python<'py>, events: &Events) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("events", events.count)?;
-    for (key, column) in ["ph", "cat", "name", "bp", "s"].iter().zip(&events.text) {
-        out.set_item(key, strings(py, column)?)?;
-    }
-    for (key, column) in ["pid", "tid", "id"].iter().zip(&events.ids) {
-        out.set_item(key, strings(py, column)?)?;
-    }
-    for (key, column) in ["pid_number", "tid_number"].iter().zip(&events.id_numbers) {
-        out.set_item(key, values(py, column)?)?;
-    }
-    out.set_item("ts_ns", values(py, &events.ts_ns)?)?;
-    out.set_item("dur_ns", values(py, &events.dur_ns)?)?;
-    out.set_item("args", strings(py, &events.args)?)?;
-    for ((key, _, _), column) in INT_ARGS.iter().zip(&events.int_args) {
-        out.set_item(key, values(py, column)?)?;
-    }
-    for (key, column) in FLOAT_ARGS.iter().zip(&events.float_args) {
-        out.set_item(key, values(py, column)?)?;
-    }
-    for (key, columns) in DIMENSION_ARGS.iter().zip(&events.dimensions) {
-        for (axis, column) in ["x", "y", "z"].iter().zip(columns) {
-            out.set_item(format!("{key}_{axis}"), values(py, column)?)?;
-        }
+    for (key, column) in events.columns() {
+        let buffers = match column {
+            ColumnRef::Str(column) => strings(py, column.clone())?,
+            ColumnRef::Int(column) => values(py, column.clone())?,
+            ColumnRef::Float(column) => values(py, column.clone())?,
+        };
+        out.set_item(key, buffers)?;
     }
     Ok(out)
 }
@@ -88,6 +129,71 @@ fn decode_events<'py>(
         Ok(events) => to_dict(py, &events).map(Some),
         Err(json::Unsupported) => Ok(None),
     }
+}
+
+/// The chunk's tables: `decode_tables(data, first_event, plan)` decodes the JSON array of
+/// events `data`, calls `plan` with its distinct (ph, cat or None, events, events holding
+/// [dur, id, bp, s]) pairs, which returns for each table (name, the pairs' codes, the category
+/// of each, [(Arrow type, [core column, ...]), ...]) or None to decline, and returns
+/// (events, [(name, rows, [column buffers, ...]), ...]); None where the reference must decode
+/// the chunk (see `decode`) or a value does not fit its column (see `tables`).
+#[pyfunction]
+fn decode_tables<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    first_event: i64,
+    plan: &Bound<'py, PyAny>,
+) -> PyResult<Option<(usize, Bound<'py, PyList>)>> {
+    let bytes = data.as_bytes();
+    let Ok(events) = py.allow_threads(|| decode::decode(bytes)) else {
+        return Ok(None);
+    };
+    let pairs = py.allow_threads(|| tables::pairs(&events));
+    let offered = PyList::empty(py);
+    for (index, (ph, cat)) in pairs.keys.iter().enumerate() {
+        // the chunk is UTF-8 (decode checked it), and so is each string in it
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let fields = pairs.fields[index];
+        offered.append((
+            text(ph),
+            cat.as_deref().map(text),
+            pairs.counts[index],
+            fields,
+        ))?;
+    }
+    let planned = plan.call1((offered,))?;
+    if planned.is_none() {
+        return Ok(None);
+    }
+    let mut names = Vec::new();
+    let mut plans = Vec::new();
+    for table in planned.try_iter()? {
+        let (name, codes, categories, columns): (String, _, _, _) = table?.extract()?;
+        names.push(name);
+        plans.push(Plan {
+            codes,
+            categories,
+            columns,
+        });
+    }
+    let Ok(built) = py.allow_threads(|| tables::build(&events, &pairs, first_event, &plans)) else {
+        return Ok(None);
+    };
+    drop(events);
+    let out = PyList::empty(py);
+    for (name, (rows, columns)) in names.iter().zip(built) {
+        let buffers = PyList::empty(py);
+        for column in columns {
+            buffers.append(match column {
+                Built::Str(column) => strings(py, column)?,
+                Built::Int64(column) => values(py, column)?,
+                Built::Int32(column) => values(py, column)?,
+                Built::Float64(column) => values(py, column)?,
+            })?;
+        }
+        out.append((name, rows, buffers))?;
+    }
+    Ok(Some((pairs.code_of_event.len(), out)))
 }
 
 /// The native-endian i64 values of `data` (a numpy int64 array's bytes).
@@ -129,6 +235,7 @@ fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
 #[pymodule]
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
+    module.add_function(wrap_pyfunction!(decode_tables, module)?)?;
     module.add_function(wrap_pyfunction!(best_edges, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())

@@ -14,6 +14,7 @@ committed already. Files of traces that are not committed (already there, refuse
 deleted; those of a worker killed before it returned stay for `vacuum`, unreferenced.
 """
 
+import concurrent.futures
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -85,9 +86,10 @@ def committed_version(catalog, app_id, version=None):
 
 def check_written(catalog, written):
     """Raise WarehouseError unless every file of `written` is in the storage with the size its
-    worker measured, and has its table's schema."""
+    worker measured, and has its table's schema. The sizes are asked 16 at a time: 1,000
+    ranks are ~20,000 files, a request each."""
     for trace in written:
-        for table, files in trace.files.items():
+        for table in trace.files:
             expected = TABLES[table].schema
             found = pa.ipc.read_schema(pa.py_buffer(trace.schemas[table]))
             if [(f.name, f.type) for f in found] != [(f.name, f.type) for f in expected]:
@@ -95,16 +97,22 @@ def check_written(catalog, written):
                     f"{trace.staged.trace_id}: its {table} files have the columns "
                     f"{', '.join(printable(f.name) for f in found)}, not the table's: not "
                     "committed (is every worker running this version of tracewh?)")
-            for data_file in files:
-                where = catalog.table_path(table) / data_file.path
-                try:
-                    size = catalog.store.size(where)
-                except FileNotFoundError:
-                    size = None
-                if size != data_file.size:
-                    problem = "missing" if size is None else f"{size:,} bytes, not {data_file.size:,}"
-                    raise WarehouseError(f"{printable(str(where))}: a worker's file is {problem}:"
-                                         " not committed")
+    files = [(catalog.table_path(table) / data_file.path, data_file.size)
+             for trace in written for table, each in trace.files.items() for data_file in each]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        sizes = list(pool.map(lambda file: _size(catalog.store, file[0]), files))
+    for (where, expected), size in zip(files, sizes):
+        if size != expected:
+            problem = "missing" if size is None else f"{size:,} bytes, not {expected:,}"
+            raise WarehouseError(f"{printable(str(where))}: a worker's file is {problem}: not "
+                                 "committed")
+
+
+def _size(store, where):
+    try:
+        return store.size(where)
+    except FileNotFoundError:
+        return None
 
 
 def commit_written(catalog, written, transaction, replace=False, replace_up_to=None):

@@ -68,38 +68,38 @@ def reference(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def expected(reference):
+    return _contents(reference)
+
+
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """SeaweedFS, its AWS variables set in this process, then a local Ray of 2 CPUs on
     127.0.0.1 (its workers inherit them): started once, shut down at the end."""
     ray = pytest.importorskip("ray")
-    with seaweedfs() as env:
+    with seaweedfs() as env, pytest.MonkeyPatch.context() as patch:
         make_bucket(env, BUCKET)
-        env = {**env, "TRACEWH_CACHE": str(tmp_path_factory.mktemp("cache"))}
-        saved = {name: os.environ.get(name) for name in env}
-        os.environ.update(env)
-        storage._STORES.clear()
+        for name, value in env.items():
+            patch.setenv(name, value)
+        patch.setenv("TRACEWH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        storage._STORES.clear()  # clients made under another environment
         ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
                  log_to_driver=False, logging_level="WARNING")
         try:
             yield env
         finally:
             ray.shutdown()
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
             storage._STORES.clear()
 
 
 @pytest.mark.ray
-def test_ray_ingest_stores_what_the_in_process_one_does(cluster, reference, tmp_path):
+def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_path):
     warehouse = tmp_path / "wh"
     result = _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train",
                   "--engine", "ray", "--txn-id", "nightly:7")
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == _contents(reference)
+    assert _contents(warehouse) == expected
     # The driver run again (it died before it could say it committed): --replace, so that
     # the stored files do not make it a no-op by themselves; the transaction does.
     version = _traces_version(warehouse)
@@ -107,7 +107,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, reference, tmp_
         _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train", "--engine", "ray",
              "--txn-id", txn_id, "--replace")
         assert _traces_version(warehouse) == version
-    assert _contents(warehouse) == _contents(reference)
+    assert _contents(warehouse) == expected
     # every file under the partitions is named by the snapshot: the re-run's are deleted
     catalog = Catalog(warehouse)
     live = {path for paths in catalog.snapshot().paths(warehouse).values() for path in paths}
@@ -117,7 +117,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, reference, tmp_
 
 @pytest.mark.ray
 @pytest.mark.s3
-def test_ray_into_s3_with_a_worker_killed(cluster, reference, tmp_path, monkeypatch):
+def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypatch):
     """The first task's worker kills itself after writing its files: Ray runs the task again,
     and the run is whole, every row once (the dead attempt's files are named by no commit)."""
     monkeypatch.setenv(KILL_FIRST_JOB, str(tmp_path))
@@ -128,7 +128,7 @@ def test_ray_into_s3_with_a_worker_killed(cluster, reference, tmp_path, monkeypa
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     monkeypatch.delenv(KILL_FIRST_JOB)
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == _contents(reference)
+    assert _contents(warehouse) == expected
 
 
 def _written(warehouse, paths, run="w"):

@@ -12,7 +12,7 @@ each as a Ray task, retried by Ray when its worker dies.
 import logging
 import os
 
-from tracewh.errors import UsageError, printable
+from tracewh.errors import TracewhError, UsageError, printable
 
 # A task whose worker died (killed, out of memory) is run again this many times by Ray.
 RAY_RETRIES = 3
@@ -82,10 +82,20 @@ class Ray(Engine):
             while pending:
                 done, _ = self.ray.wait(list(pending), num_returns=1)
                 for reference in done:
-                    yield pending.pop(reference), self.ray.get(reference)
+                    yield pending.pop(reference), self._result(reference)
         finally:  # stopped early (an error, Ctrl-C): what is left would write for nobody
             for reference in pending:
                 self.ray.cancel(reference, force=True)
+
+    def _result(self, reference):
+        """The task's result; a TracewhError it raised (the warehouse refused a write) as it
+        was, one line, not wrapped in Ray's error with the worker's traceback."""
+        try:
+            return self.ray.get(reference)
+        except self.ray.exceptions.RayTaskError as error:
+            if isinstance(error.cause, TracewhError):
+                raise error.cause from None
+            raise
 
     def close(self):
         if self.started:

@@ -131,6 +131,20 @@ def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypat
     assert _contents(warehouse) == expected
 
 
+@pytest.mark.ray
+def test_a_tracewh_error_in_a_task_is_raised_as_it_was(cluster):
+    """A worker the warehouse refuses (no permission there) is one line, not Ray's error
+    with the worker's traceback."""
+    from tracewh.ingest.engines import Ray
+
+    def refuse(text):
+        raise WarehouseError(f"refused: {text}")
+
+    with Ray() as engine, pytest.raises(WarehouseError) as raised:
+        list(engine.map(refuse, [("x",)]))
+    assert type(raised.value) is WarehouseError and str(raised.value) == "refused: x"
+
+
 def _written(warehouse, paths, run="w"):
     options = ingest_options(run=run, phase="train")
     catalog = Catalog(warehouse)

@@ -62,10 +62,7 @@ def write_trace(catalog, trace, staging):
     their partitions, under the names the in-process commit gives them: a WrittenTrace."""
     files, schemas = {}, {}
     for table, parts in trace.parts.items():
-        target = catalog.table_path(table) / trace.partition()
-        if catalog.store.local:
-            target.mkdir(parents=True, exist_ok=True)
-            links.check_no_links([target.parents[1], target.parent, target])
+        _make_partition(catalog, table, trace)
         for part in parts:
             source = staging / layout.staged_name(table, part)
             data_file = trace.data_file(table, part, source)
@@ -73,6 +70,15 @@ def write_trace(catalog, trace, staging):
             catalog.store.put_file(source, catalog.table_path(table) / data_file.path)
             files.setdefault(table, []).append(data_file)
     return WrittenTrace(trace, files, schemas)
+
+
+def _make_partition(catalog, table, trace):
+    """The trace's run=/phase=/rank= directory of a local table made, and checked to be no
+    link (see `links`), before a file is put there; an object store has neither."""
+    if catalog.store.local:
+        target = catalog.table_path(table) / trace.partition()
+        target.mkdir(parents=True, exist_ok=True)
+        links.check_no_links([target.parents[1], target.parent, target])
 
 
 def committed_version(catalog, app_id, version=None):
@@ -203,6 +209,7 @@ def _trace_rows(catalog, snapshot, kept, staging):
         row = catalog._stage_trace_row(staged, staging, seq)
         source = staging / layout.staged_name(TRACES, 0)
         added = staged.data_file(TRACES, 0, source, {name: row[name] for name in delta.ROW_STATS})
+        _make_partition(catalog, TRACES, staged)
         catalog.store.put_file(source, catalog.table_path(TRACES) / added.path)
         adds.append(delta.add_action(added))
         rules |= {staged.class_rules} - {""}

@@ -215,6 +215,17 @@ def test_a_file_of_another_schema_is_not_committed(tmp_path):
     assert catalog.snapshot().seq == 0
 
 
+def test_no_link_followed_into_a_partition(tmp_path):
+    """The driver writes the `traces` rows into their partitions: not through a link."""
+    catalog, written = _written(tmp_path / "wh", FEW[:1])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "wh" / TRACES / "run=w").symlink_to(elsewhere)
+    with pytest.raises(WarehouseError, match="is a symbolic link"):
+        commit_written(catalog, written, new_transaction())
+    assert not any(elsewhere.iterdir())
+
+
 def test_without_ray_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     result = _cli(tmp_path / "wh", "ingest", FEW[0], "--engine", "ray", expect=2)

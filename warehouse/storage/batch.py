@@ -77,8 +77,10 @@ def _make_partition(catalog, table, trace):
     link (see `links`), before a file is put there; an object store has neither."""
     if catalog.store.local:
         target = catalog.table_path(table) / trace.partition()
+        directories = [target.parents[1], target.parent, target]
+        links.check_no_links(directories)  # before mkdir, which would follow one
         target.mkdir(parents=True, exist_ok=True)
-        links.check_no_links([target.parents[1], target.parent, target])
+        links.check_no_links(directories)
 
 
 def committed_version(catalog, app_id, version=None):

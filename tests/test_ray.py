@@ -234,6 +234,12 @@ def test_without_ray_one_line(tmp_path, monkeypatch):
     assert "Traceback" not in result.output
 
 
+def test_engine_options_need_an_engine(tmp_path):
+    result = _cli(tmp_path / "wh", "ingest", FEW[0], "--txn-id", "x", expect=2)
+    assert "--address and --txn-id go with --engine ray" in result.output
+    assert not (tmp_path / "wh").exists()
+
+
 def test_txn_id_versions():
     assert new_transaction("nightly:12") == Transaction("tracewh-ingest:nightly", 12)
     assert new_transaction("job-7") == Transaction("tracewh-ingest:job-7", 0)

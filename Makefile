@@ -16,7 +16,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,spark,s3]'
+	$(BIN)/pip install --quiet -e '.[test,spark,s3,ray]'
 	@# DuckDB 1.0.0, the oldest the README promises reads tracewh.duckdb, beside the venv's own
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/duckdb-1.0 duckdb==1.0.0
 	touch $@

@@ -39,12 +39,13 @@ one; the refresh after one 8-rank run at most 0.3 s and 15% of the 254 MB ingest
 at least 20x the ingest's time.
 
 `bench/run.py SECTION...` runs only those sections, of: startup, fleet, refresh, ingest, decode, scale,
-views, critpath, memory, huge (default: all). Generated files go to a temporary directory and are
+views, critpath, memory, huge, ray (default: all). Generated files go to a temporary directory and are
 deleted. Needs ../shared (skips what needs it if absent).
 """
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -116,7 +117,13 @@ HTA_PACKAGE = ("HolisticTraceAnalysis==0.5.0", "pandas<2.2", "numpy<2")
 # The last release before Delta Lake storage (#10), whose ingest speed must be kept.
 PREVIOUS_RELEASE = "b0ea198"
 
-SECTIONS = ("startup", "fleet", "refresh", "ingest", "decode", "scale", "views", "critpath", "memory", "huge")
+SECTIONS = ("startup", "fleet", "refresh", "ingest", "decode", "scale", "views", "critpath", "memory", "huge",
+            "ray")
+DLRM = SHARED / "traces" / "param-dlrm-8rank"
+# The ray section's ranks: the 8 DLRM ones, then DeepSeek-shaped ones (train.json repeated
+# RAY_COPIES times) up to RAY_RANKS; 64 as the issue asks takes ~10 min on 2 loaded cores.
+RAY_RANKS = int(os.environ.get("TRACEWH_BENCH_RAY_RANKS", "16"))
+RAY_COPIES = int(os.environ.get("TRACEWH_BENCH_RAY_COPIES", "8"))
 # The figures of the bars, as the sections measure them: printed together by print_bars.
 BARS = {}
 
@@ -632,6 +639,79 @@ def bench_startup(directory):
         print(f"{name:<36} {found[name]:6.2f} s  (bar {bar:g} s)")
 
 
+def ray_ranks(directory):
+    """RAY_RANKS rank files in `directory`: DLRM's 8, then DeepSeek-shaped ones, each its own
+    rank (distributedInfo), so none is taken for another's copy."""
+    ranks = Path(directory) / "ranks"
+    ranks.mkdir()
+    for source in sorted(DLRM.glob("*.json.gz"))[:RAY_RANKS]:
+        shutil.copy(source, ranks)
+    shaped = generate(RAY_COPIES, directory)
+    text = shaped.read_text()
+    shaped.unlink()
+    for rank in range(8, RAY_RANKS):
+        (ranks / f"deepseek-rank{rank}.json").write_text(
+            text.replace('"rank": 0, "world_size": 64', f'"rank": {rank}, "world_size": 64', 1))
+    return ranks
+
+
+def _timed_cli(warehouse, *args, env=None, cpu=False):
+    """The wall seconds of a `tracewh` command; with `cpu`, (wall, CPU seconds of it and of
+    the worker processes it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tracewh", "--warehouse", str(warehouse), *args],
+                   check=True, capture_output=True, env={**os.environ, **(env or {})})
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return (wall, used) if cpu else wall
+
+
+RAY_QUERY = ("SELECT rank, count(*) AS kernels, sum(dur_ns) AS busy_ns FROM kernels "
+             "GROUP BY rank ORDER BY rank")
+RAY_START = ("import os, ray\nray.init(num_cpus=os.cpu_count(), include_dashboard=False, "
+             "_node_ip_address='127.0.0.1', logging_level='WARNING')\nray.shutdown()")
+
+
+def bench_ray(directory):
+    """RAY_RANKS ranks ingested into SeaweedFS's S3 by Ray tasks (a local Ray on this
+    machine's cores) beside the same into a local directory in-process; one query over each
+    warehouse; the per-core rate that sizes a cluster (docs/object-storage.md)."""
+    from tests.object_store import make_bucket, seaweedfs
+
+    ranks = ray_ranks(directory)
+    size = sum(path.stat().st_size for path in ranks.iterdir())
+    cores = os.cpu_count() or 1
+    print(f"\n== ray: {RAY_RANKS} ranks, {mb(size)}, on {cores} cores ==")
+    local = Path(directory) / "ray-local"
+    seconds, used = _timed_cli(local, "ingest", str(ranks), "--run", "bench", "--phase",
+                               "train", cpu=True)
+    print(f"in-process into a directory   {rate(size, seconds)}  "
+          f"{size / 1e6 / seconds / cores:6.1f} MB/s per core; {size / 1e6 / used:6.1f} MB "
+          f"per CPU second (the per-core rate on an idle machine; load now "
+          f"{os.getloadavg()[0]:.1f})")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", RAY_START], check=True, capture_output=True)
+    ray_start = time.perf_counter() - started
+    with seaweedfs() as env:
+        make_bucket(env, "bench")
+        env = {**env, "TRACEWH_CACHE": str(Path(directory) / "cache")}
+        remote = "s3://bench/warehouse"
+        seconds = _timed_cli(remote, "ingest", str(ranks), "--run", "bench", "--phase",
+                             "train", "--engine", "ray", env=env)
+        work = max(seconds - ray_start, 1e-3)
+        print(f"ray into S3 (SeaweedFS)       {rate(size, seconds)}  "
+              f"{size / 1e6 / work / cores:6.1f} MB/s per core without Ray's start "
+              f"and stop ({ray_start:.1f} s)")
+        times = {name: [_timed_cli(where, "query", RAY_QUERY, env=env) for _ in range(2)]
+                 for name, where in (("local", local), ("s3", remote))}
+    print(f"query, local directory        {times['local'][0]:6.2f} s "
+          f"(again {times['local'][1]:.2f} s)")
+    print(f"query, S3 (first, downloads)  {times['s3'][0]:6.2f} s "
+          f"(again, from the cache {times['s3'][1]:.2f} s)")
+
+
 def main(sections):
     sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
     compile_bytecode(*(ROOT / name for name in ("warehouse", "ingest", "sql")))
@@ -674,6 +754,8 @@ def main(sections):
             bench_critical_path(directory)
         if "memory" in sections and WITH_MEMORY.exists():
             bench_memory(directory)
+        if "ray" in sections:
+            bench_ray(directory)
         if "huge" in sections and not os.environ.get("TRACEWH_BENCH_QUICK"):
             huge = generate(512, directory)
             size = huge.stat().st_size

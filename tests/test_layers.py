@@ -13,9 +13,10 @@ PACKAGES = {"warehouse": "tracewh", "ingest": "tracewh.ingest"}
 # The base: the warehouse's contracts, which import nothing of tracewh but each other.
 BASE = {"tracewh.storage.schema", "tracewh.storage.layout", "tracewh.storage.parquet",
         "tracewh.storage.names", "tracewh.errors"}
-# What the ingest builds on, besides the base: the kernel rules it classifies by, and the
-# catalog's StagedTrace, what it hands the commit.
-INGEST_USES = BASE | {"tracewh.rules", "tracewh.storage.catalog"}
+# What the ingest builds on, besides the base: the kernel rules it classifies by, the
+# catalog's StagedTrace, what it hands the commit, and the batch commit of an engine's
+# workers' files (storage.batch), which they write into the warehouse themselves.
+INGEST_USES = BASE | {"tracewh.rules", "tracewh.storage.catalog", "tracewh.storage.batch"}
 # The modules that start an ingest, the only ones of tracewh that import tracewh.ingest.
 INGEST_STARTERS = {"tracewh.api", "tracewh.torch", "tracewh.commands.ingest"}
 

@@ -308,14 +308,24 @@ class Warehouse:
         finally:
             self.reload()
 
-    def ingest_files(self, files, options, on_done=None, on_bytes=None):
+    def ingest_files(self, files, options, on_done=None, on_bytes=None, engine=None,
+                     transaction=None):
         """Ingest `files` (from `expand_inputs`) with IngestOptions and, when some were
         committed, refresh the derived tables: [IngestOutcome]. A refresh that fails raises
         FollowUpFailed with the outcomes as its `done`: what was committed stands, and is to
-        be reported before it."""
+        be reported before it. With an `engine` (tracewh.ingest.engines), its workers decode
+        the files and they are committed at once, with `transaction` (see
+        tracewh.ingest.distributed)."""
         catalog = self.writable()
         keep_freed_memory()
-        outcomes = ingest_paths(catalog, files, options, on_done=on_done, on_bytes=on_bytes)
+        if engine is not None:
+            from tracewh.ingest.distributed import ingest_with_engine
+
+            outcomes = ingest_with_engine(catalog, files, options, engine, transaction,
+                                          on_done=on_done)
+        else:
+            outcomes = ingest_paths(catalog, files, options, on_done=on_done,
+                                    on_bytes=on_bytes)
         if not any(outcome.status in ("ingested", "replaced") for outcome in outcomes):
             return outcomes  # nothing to derive (a lag of other commands' is `refresh`'s)
         try:

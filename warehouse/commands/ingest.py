@@ -48,9 +48,20 @@ from .options import (ByteSize, exit_after_follow_up, pass_warehouse, phase_opti
                    f"{GZIP_RATIO_LIMIT}x a gzipped file's size, at least "
                    f"{format_size(GZIP_LIMIT_FLOOR)}; none for plain files; env "
                    "TRACEWH_MAX_JSON_SIZE].")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where files are decoded: tracewh's own worker processes (--jobs), or Ray "
+                   "tasks writing straight into the warehouse, committed at once (the ray "
+                   "extra).")
+@click.option("--address", help="With --engine ray: the Ray cluster to join [default: start "
+                                "a local Ray on this machine's cores, stopped at the end].")
+@click.option("--txn-id", metavar="ID[:N]",
+              help="With --engine ray: the ingest's transaction (Delta txn app id, version N "
+                   "or 0): a run again with the same ID, or an N not above the one "
+                   "committed, commits nothing [default: a new one].")
 @pass_warehouse
 def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep_secrets,
-           max_event_size, max_json_size):
+           max_event_size, max_json_size, engine, address, txn_id):
     """Ingest trace files into the warehouse.
 
     PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
@@ -67,15 +78,19 @@ def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep
     Examples:
       tracewh ingest worker*.pt.trace.json.gz --run nightly-2026-11-29 --phase train
       tracewh ingest traces/ --tag git=3f2a1c --tag model=dsv3 --jobs 4
+      tracewh --warehouse s3://team/traces ingest traces/ --engine ray --address auto
     """
     options = ingest_options(run, phase, rank, dict(parse_tag(t) for t in tags), replace,
                              strict, keep_secrets, jobs, max_event_size=max_event_size,
                              max_json_size=max_json_size)
+    if engine == "local" and (address or txn_id):
+        raise click.UsageError("--address and --txn-id go with --engine ray")
     warehouse.writable()  # before reading what may be thousands of paths
     files = expand_inputs(paths)
-    with _progress(files) as progress:
+    with _progress(files, engine) as progress, _engine(engine, address) as running:
         outcomes, follow_up = work_then_follow_up(
-            lambda: warehouse.ingest_files(files, options, **progress))
+            lambda: warehouse.ingest_files(files, options, **progress, engine=running,
+                                           transaction=_transaction(running, txn_id)))
     started = click.get_current_context().meta.get(STARTED)
     failed = _report_ingest(outcomes, options.tags,
                             None if started is None else time.monotonic() - started)
@@ -89,11 +104,33 @@ BYTE_BAR_MIN = 16 << 20
 
 
 @contextlib.contextmanager
-def _progress(files):
+def _engine(name, address):
+    """The engine (tracewh.ingest.engines) that decodes the files, None for tracewh's own
+    workers: Ray is imported only here."""
+    if name == "local":
+        yield None
+        return
+    from tracewh.ingest.engines import engine
+
+    with engine(name, address) as running:
+        yield running
+
+
+def _transaction(running, txn_id):
+    if running is None:
+        return None
+    from tracewh.ingest.distributed import new_transaction
+
+    return new_transaction(txn_id)
+
+
+@contextlib.contextmanager
+def _progress(files, engine="local"):
     """The progress callbacks of ingest_paths, drawing on stderr when it is a terminal: a bar
-    of files for several, a bar of bytes for one large file."""
+    of files for several, a bar of bytes for one large file (not with an engine, which
+    decodes each file whole in one of its workers)."""
     terminal = sys.stderr.isatty()
-    size = os.path.getsize(files[0]) if len(files) == 1 else 0
+    size = os.path.getsize(files[0]) if len(files) == 1 and engine == "local" else 0
     if size >= BYTE_BAR_MIN:
         label = f"ingesting {printable(files[0].name)} ({size / 1e6:,.0f} MB)"
         with click.progressbar(length=size, file=sys.stderr, hidden=not terminal,

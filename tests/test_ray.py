@@ -1,0 +1,246 @@
+"""`tracewh ingest --engine ray`: files decoded by Ray tasks that write straight into the
+warehouse (a local directory, SeaweedFS's S3), committed at once by the driver with a Delta
+transaction. Compared with the in-process ingest of the same files, table by table; a worker
+killed mid-task is retried and nothing is stored twice; a driver run again with the same
+transaction commits nothing. The commit's own checks (a missing file, a file of another
+schema, an old transaction version) run on the in-process engine, without Ray."""
+
+import os
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import tracewh
+from tracewh import storage
+from tracewh.cli import cli
+from tracewh.errors import WarehouseError
+from tracewh.ingest.distributed import KILL_FIRST_JOB, decode_job, new_transaction
+from tracewh.ingest.engines import InProcess
+from tracewh.ingest.pipeline import ingest_options
+from tracewh.storage import delta
+from tracewh.storage.batch import Transaction, commit_written
+from tracewh.storage.catalog import Catalog
+from tracewh.storage.directory import TRACES
+from tracewh.storage.schema import TABLES
+
+from .conftest import EXAMPLES, error_lines
+from .object_store import make_bucket, seaweedfs
+
+RANKS = sorted(EXAMPLES.glob("*.json*"))
+FEW = RANKS[:4]
+BUCKET = "tracewh-ray"
+
+
+def _cli(warehouse, *args, expect=0):
+    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), *map(str, args)])
+    if expect is not None:
+        assert result.exit_code == expect, (result.output, result.exception)
+    return result
+
+
+def _contents(warehouse):
+    """Every table's rows, as JSON text, sorted, without what differs from one ingest to the
+    next (trace ids, commit times, and the order of commits: the in-process ingest commits
+    files as its workers finish them)."""
+    found = {"seqs": _cli(warehouse, "query", "--format", "json",
+                          "SELECT ingest_seq FROM traces ORDER BY ALL").stdout}
+    for name in TABLES:
+        dropped = "trace_id, ingested_at, ingest_seq" if name == TRACES else "trace_id"
+        found[name] = _cli(warehouse, "query", "--format", "json",
+                           f"SELECT * EXCLUDE ({dropped}) FROM {name} ORDER BY ALL").stdout
+    return found
+
+
+def _traces_version(warehouse):
+    return delta.latest_version(storage.location(str(warehouse)) / TRACES)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The in-process ingest of every rank, and of the first four, as runs r and f."""
+    warehouse = tmp_path_factory.mktemp("reference") / "wh"
+    _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train")
+    _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train")
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def expected(reference):
+    return _contents(reference)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """SeaweedFS, its AWS variables set in this process, then a local Ray of 2 CPUs on
+    127.0.0.1 (its workers inherit them): started once, shut down at the end."""
+    ray = pytest.importorskip("ray")
+    with seaweedfs() as env, pytest.MonkeyPatch.context() as patch:
+        make_bucket(env, BUCKET)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        patch.setenv("TRACEWH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        storage._STORES.clear()  # clients made under another environment
+        ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+                 log_to_driver=False, logging_level="WARNING")
+        try:
+            yield env
+        finally:
+            ray.shutdown()
+            storage._STORES.clear()
+
+
+@pytest.mark.ray
+def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_path):
+    warehouse = tmp_path / "wh"
+    result = _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train",
+                  "--engine", "ray", "--txn-id", "nightly:7")
+    assert "run r: 8 files ingested, 26,538 events" in result.stdout
+    _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
+    assert _contents(warehouse) == expected
+    # The driver run again (it died before it could say it committed): --replace, so that
+    # the stored files do not make it a no-op by themselves; the transaction does.
+    version = _traces_version(warehouse)
+    for txn_id in ("nightly:7", "nightly:6"):
+        _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train", "--engine", "ray",
+             "--txn-id", txn_id, "--replace")
+        assert _traces_version(warehouse) == version
+    assert _contents(warehouse) == expected
+    # every file under the partitions is named by the snapshot: the re-run's are deleted
+    catalog = Catalog(warehouse)
+    live = {path for paths in catalog.snapshot().paths(warehouse).values() for path in paths}
+    on_disk = {str(p) for p in warehouse.glob("*/run=*/*/*/*.parquet")}
+    assert on_disk == live
+
+
+@pytest.mark.ray
+@pytest.mark.s3
+def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypatch):
+    """The first task's worker kills itself after writing its files: Ray runs the task again,
+    and the run is whole, every row once (the dead attempt's files are named by no commit)."""
+    monkeypatch.setenv(KILL_FIRST_JOB, str(tmp_path))
+    warehouse = f"s3://{BUCKET}/killed"
+    result = _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train",
+                  "--engine", "ray")
+    assert (tmp_path / "killed").exists()
+    assert "run r: 8 files ingested, 26,538 events" in result.stdout
+    monkeypatch.delenv(KILL_FIRST_JOB)
+    _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
+    assert _contents(warehouse) == expected
+
+
+@pytest.mark.ray
+def test_a_tracewh_error_in_a_task_is_raised_as_it_was(cluster):
+    """A worker the warehouse refuses (no permission there) is one line, not Ray's error
+    with the worker's traceback."""
+    from tracewh.ingest.engines import Ray
+
+    def refuse(text):
+        raise WarehouseError(f"refused: {text}")
+
+    with Ray() as engine, pytest.raises(WarehouseError) as raised:
+        list(engine.map(refuse, [("x",)]))
+    assert type(raised.value) is WarehouseError and str(raised.value) == "refused: x"
+
+
+def _written(warehouse, paths, run="w"):
+    options = ingest_options(run=run, phase="train")
+    catalog = Catalog(warehouse)
+    with catalog.locked():
+        pass
+    return catalog, [decode_job(catalog.root, path, options)[1] for path in paths]
+
+
+def test_in_process_engine_commits_once_per_table(tmp_path, reference):
+    warehouse = tmp_path / "wh"
+    with tracewh.open(warehouse) as opened:
+        outcomes = opened.ingest_files(RANKS, ingest_options(run="r", phase="train"),
+                                       engine=InProcess())
+    assert [o.status for o in outcomes] == ["ingested"] * len(RANKS)
+    catalog = Catalog(warehouse)
+    # created (version 0), its pointer (1), then one commit of all eight ranks
+    assert catalog.snapshot().versions["kernels"] == 1 and _traces_version(warehouse) == 2
+    assert _contents(warehouse)["kernels"] == _contents_of_run(reference, "r")
+
+
+def _contents_of_run(warehouse, run):
+    return _cli(warehouse, "query", "--format", "json",
+                f"SELECT * EXCLUDE (trace_id) FROM kernels WHERE run = '{run}' "
+                "ORDER BY ALL").stdout
+
+
+def test_a_transaction_is_committed_once(tmp_path):
+    catalog, written = _written(tmp_path / "wh", FEW[:2])
+    results, before = commit_written(catalog, written, Transaction("app", 3))
+    assert not before and {r.status for r in results.values()} == {"ingested"}
+    version = _traces_version(tmp_path / "wh")
+    for again in (Transaction("app", 3), Transaction("app", 2)):  # a retry; an older batch
+        _, rewritten = _written(tmp_path / "wh", FEW[:2])
+        results, before = commit_written(catalog, rewritten, again, replace=True)
+        assert before and {r.status for r in results.values()} == {"unchanged"}
+        assert _traces_version(tmp_path / "wh") == version
+        assert not any(catalog.store.exists(where) for trace in rewritten
+                       for where in trace.locations(catalog))
+    _, newer = _written(tmp_path / "wh", FEW[:2])
+    results, _ = commit_written(catalog, newer, Transaction("app", 4), replace=True)
+    assert {r.status for r in results.values()} == {"replaced"}
+    assert delta.open_table(catalog.table_path(TRACES)).transaction_version("app") == 4
+
+
+def test_a_missing_file_is_not_committed(tmp_path):
+    catalog, written = _written(tmp_path / "wh", FEW[:2])
+    lost = written[1].locations(catalog)[0]
+    lost.unlink()
+    version = _traces_version(tmp_path / "wh")
+    with pytest.raises(WarehouseError, match="a worker's file is missing"):
+        commit_written(catalog, written, new_transaction())
+    assert _traces_version(tmp_path / "wh") == version
+
+
+def test_a_file_of_another_schema_is_not_committed(tmp_path):
+    catalog, written = _written(tmp_path / "wh", FEW[:1])
+    trace = written[0]
+    where = catalog.table_path("kernels") / trace.files["kernels"][0].path
+    table = pq.read_table(where)
+    wider = table.append_column("extra", pa.array([1] * table.num_rows))
+    pq.write_table(wider, where)
+    trace.schemas["kernels"] = wider.schema.serialize().to_pybytes()
+    with pytest.raises(WarehouseError, match="not the table's"):
+        commit_written(catalog, written, new_transaction())
+    trace.schemas["kernels"] = table.schema.serialize().to_pybytes()  # a worker that lies
+    with pytest.raises(WarehouseError, match="bytes, not"):
+        commit_written(catalog, written, new_transaction())
+    assert catalog.snapshot().seq == 0
+
+
+def test_no_link_followed_into_a_partition(tmp_path):
+    """The driver writes the `traces` rows into their partitions: not through a link."""
+    catalog, written = _written(tmp_path / "wh", FEW[:1])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "wh" / TRACES / "run=w").symlink_to(elsewhere)
+    with pytest.raises(WarehouseError, match="is a symbolic link"):
+        commit_written(catalog, written, new_transaction())
+    assert not any(elsewhere.iterdir())
+
+
+def test_without_ray_one_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = _cli(tmp_path / "wh", "ingest", FEW[0], "--engine", "ray", expect=2)
+    assert error_lines(result.output) == [
+        "error: --engine ray needs Ray: pip install 'tracewh[ray]'"]
+    assert "Traceback" not in result.output
+
+
+def test_engine_options_need_an_engine(tmp_path):
+    result = _cli(tmp_path / "wh", "ingest", FEW[0], "--txn-id", "x", expect=2)
+    assert "--address and --txn-id go with --engine ray" in result.output
+    assert not (tmp_path / "wh").exists()
+
+
+def test_txn_id_versions():
+    assert new_transaction("nightly:12") == Transaction("tracewh-ingest:nightly", 12)
+    assert new_transaction("job-7") == Transaction("tracewh-ingest:job-7", 0)
+    assert new_transaction().app_id != new_transaction().app_id

@@ -285,3 +285,46 @@ def test_a_local_warehouse_imports_no_object_store_library(tmp_path):
     found = subprocess.run([sys.executable, "-c", code, str(RANKS[0])], capture_output=True,
                            text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+def _count_requests(location, operation):
+    """A list the keys of every `operation` request (HeadObject, GetObject...) of this
+    process's client of `location`'s bucket are appended to, and a function to stop."""
+    client = storage.of(storage.location(location)).client
+    keys = []
+
+    def count(params, **_):
+        keys.append(params.get("Key"))
+
+    event = f"before-parameter-build.s3.{operation}"
+    client.meta.events.register(event, count)
+    return keys, lambda: client.meta.events.unregister(event, count)
+
+
+def test_a_query_sends_no_request_per_data_file_to_check_its_size(pair):
+    """The sizes a query checks the files against are its Delta log's add actions', and
+    the files' local copies are what is measured: no HEAD per file."""
+    heads, stop = _count_requests(pair[1], "HeadObject")
+    try:
+        assert _rows(pair[1], COUNTS) == _rows(pair[0], COUNTS)
+    finally:
+        stop()
+    assert heads and [key for key in heads if key.endswith(".parquet")] == []
+
+
+def test_a_cut_object_is_named_as_a_local_file_is(s3, tmp_path, monkeypatch):
+    remote = f"s3://{BUCKET}/cut"
+    _cli(remote, "ingest", RANKS[0], "--run", "r", "--phase", "train")
+    location = storage.location(remote)
+    store = storage.of(location)
+    key = next(item["Key"] for item in store.client.list_objects_v2(
+        Bucket=BUCKET, Prefix="cut/kernels/run=")["Contents"])
+    whole = store.read_bytes(storage.location(f"s3://{BUCKET}/{key}"))
+    store.client.put_object(Bucket=BUCKET, Key=key, Body=whole[:-10])
+    monkeypatch.setenv("TRACEWH_CACHE", str(tmp_path / "cache"))
+    result = _cli(remote, "query", "SELECT count(*) FROM kernels", expect=2)
+    assert error_lines(result.stderr)[0].startswith(
+        f"error: s3://{BUCKET}/{key}: changed outside tracewh since its commit "
+        f"({len(whole) - 10:,} bytes, its commit says {len(whole):,}): a file of trace ")
+    store.client.put_object(Bucket=BUCKET, Key=key, Body=whole)  # put back: read as before
+    assert _rows(remote, "SELECT count(*) AS n FROM kernels")[0]["n"] > 0

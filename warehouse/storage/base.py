@@ -59,6 +59,10 @@ class Location:
         return PurePosixPath(self.key).relative_to(PurePosixPath(other.key))
 
 
+class ChangedObject(Exception):
+    """An object whose size is not the one its commit recorded: (url, found, recorded)."""
+
+
 class Storage:
     """A backend: where a warehouse's objects are read and written (see the module)."""
 

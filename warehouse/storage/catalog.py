@@ -140,6 +140,11 @@ class Snapshot:
         return self._each_table(root, lambda path, version: delta.live_paths(
             path, version, runs, self.trace_ids), tables)
 
+    def sizes(self, root, runs=None, tables=None):
+        """{table: [size of each live file]}, in the order of `paths`, from the Delta log."""
+        return self._each_table(root, lambda path, version: delta.live_sizes(
+            path, version, runs, self.trace_ids), tables)
+
     def _each_table(self, root, read, tables=None):
         # Tables of the snapshot only: a warehouse being created has some tables already
         # and no pointer yet (its snapshot is empty).

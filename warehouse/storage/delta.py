@@ -296,6 +296,13 @@ def live_paths(path, version, runs=None, trace_ids=None):
             of_traces(add_actions(path, version, runs), trace_ids)["path"].to_pylist()]
 
 
+def live_sizes(path, version, runs=None, trace_ids=None):
+    """The sizes of the files `live_paths` lists, in its order, as their add actions
+    recorded them: what an object store's files are checked against without a request each
+    (see objects.ObjectStorage.local_copies)."""
+    return of_traces(add_actions(path, version, runs), trace_ids)["size_bytes"].to_pylist()
+
+
 def of_traces(actions, trace_ids):
     """The add actions of the files of `trace_ids` (all when None): on an object store, what
     a snapshot reads of a table (see catalog.Snapshot.trace_ids)."""

@@ -97,6 +97,15 @@ class Storage:
         """Copy the local file `source` to `where`, replacing what is there."""
         raise NotImplementedError
 
+    def put_bytes(self, where, data):
+        """Write `data` as the object `where`, replacing what is there (a state file)."""
+        raise NotImplementedError
+
+    def unlink_within(self, root, relative):
+        """Delete the file `relative` of the folder `root` (never through a link); return its
+        size. FileNotFoundError when there is none."""
+        raise NotImplementedError
+
     def names(self, where):
         """The names of what a folder holds directly (files and folders); [] if nothing."""
         raise NotImplementedError

@@ -95,6 +95,18 @@ class ObjectStorage(Storage):
         with open(source, "rb") as handle:
             self._call("put_object", where, Key=where.key, Body=handle)
 
+    def put_bytes(self, where, data):
+        self._call("put_object", where, Key=where.key, Body=data)
+
+    def unlink_within(self, root, relative):
+        if ".." in str(relative).split("/"):
+            raise WarehouseError(f"{printable(str(root))}/{printable(str(relative))}: a path "
+                                 "leaving its table")
+        where = root / relative
+        size = self.size(where)
+        self.delete(where)
+        return size
+
     def names(self, where):
         names = []
         paginator = self.client.get_paginator("list_objects_v2")
@@ -124,11 +136,11 @@ class ObjectStorage(Storage):
         checked against its size in `sizes` (its add action's, from the Delta log: no
         request per file): an object of another size is not cached, and raises
         ChangedObject (a cached copy of another size is downloaded again)."""
-        cache = cache_dir() / self.bucket
+        cache = self.copy_of(Location("s3", self.bucket, ""))
 
         def fetch(url, size):
             key = url.split("://", 1)[1].split("/", 1)[1]
-            copy = cache / key
+            copy = self.copy_of(Location("s3", self.bucket, key))
             if not copy.resolve().is_relative_to(cache.resolve()) or ".." in key.split("/"):
                 raise WarehouseError(f"{printable(url)}: a file name that leaves its table")
             with contextlib.suppress(FileNotFoundError):
@@ -145,6 +157,10 @@ class ObjectStorage(Storage):
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:  # botocore's client: shareable
             return list(pool.map(fetch, urls, sizes))
+
+    def copy_of(self, where):
+        """Where the local copy of `where` (an object, or a folder's) is kept."""
+        return cache_dir() / self.bucket / where.key
 
     # -- requests and their errors -----------------------------------------------------------
 

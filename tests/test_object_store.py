@@ -4,6 +4,7 @@ does locally; two ingests from two processes at once lose nothing; a killed inge
 partial trace visible; a store that ignores conditional writes, and wrong keys, are refused
 in one line."""
 
+import dataclasses
 import gzip
 import http.client
 import http.server
@@ -356,9 +357,29 @@ def test_vacuum_keeps_the_files_of_an_ingest_in_flight(maintained):
     store.put_bytes(location / name, b"written by a worker, not committed yet")
     _cli(remote, "vacuum", "--retain", "0")  # the files --replace retired
     assert store.exists(location / name)
+    # files a killed ingest appended to a table, whose trace `traces` never got: retired
+    # and deleted once added more than --retain-uncommitted ago, not before
+    kernels = location / "kernels"
+    model = delta.live_files(kernels, delta.latest_version(kernels), ["a"])[0]
+    data = store.read_bytes(kernels / model.path)
+    orphans = []
+    for trace_id, age_ms in (("0000000000000001", 2 * 3600 * 1000), ("0000000000000002", 0)):
+        orphan = dataclasses.replace(model, path=f"run=a/phase=train/rank=0/{trace_id}-00000"
+                                                 ".parquet", sha256=None)
+        store.put_bytes(kernels / orphan.path, data)
+        action = delta.add_action(orphan)
+        action["add"]["modificationTime"] -= age_ms
+        delta.commit(kernels, delta.latest_version(kernels) + 1, [action], "WRITE")
+        orphans.append(kernels / orphan.path)
+    counts = _rows(remote, COUNTS)
+    assert _cli(remote, "vacuum", "--retain", "0").stdout.startswith("deleted 1 files")
+    assert not store.exists(orphans[0]) and store.exists(orphans[1])
+    assert _rows(remote, COUNTS) == counts
+    # the stray file and the second orphan
     assert _cli(remote, "vacuum", "--retain", "0", "--retain-uncommitted", "0").stdout \
-        .startswith("deleted 1 files")
-    assert not store.exists(location / name)
+        .startswith("deleted 2 files")
+    assert not store.exists(location / name) and not store.exists(orphans[1])
+    assert _rows(remote, COUNTS) == counts
 
 
 def test_a_duckdb_file_for_bi_tools_written_next_to_the_user(s3, pair, tmp_path):

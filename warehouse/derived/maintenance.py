@@ -14,9 +14,12 @@ to TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do 
 read, which made every command fail.
 """
 
+import time
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import storage
@@ -159,6 +162,8 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS,
             rolled_back = None
         except OSError as error:
             rolled_back = error
+        if not catalog.store.local:  # no rollback there: see _retire_uncommitted
+            _retire_uncommitted(catalog, uncommitted_hours)
         result = _delete_unread(catalog, retain_hours, uncommitted_hours)
         if rolled_back is not None:
             raise FollowUpFailed(f"{catalog.root}: an interrupted commit could not be rolled "
@@ -166,6 +171,29 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS,
                                  "writing command does it", result)
         _refresh(catalog, result)  # tracewh.duckdb may list files of a snapshot vacuumed
     return result
+
+
+def _retire_uncommitted(catalog, hours):
+    """Retire (Delta removes) an object store's files that a table added more than `hours`
+    ago for a trace `traces` does not hold: a killed ingest's, which no writer there rolls
+    back (they are never read: see catalog.Snapshot.trace_ids). Each table at its first free
+    version, then a pointer past them; the vacuum deletes them once retired longer than
+    --retain. An ingest commits each trace's row seconds after its files, so the window that
+    keeps the files of an ingest in flight keeps these too."""
+    trace_ids = pa.array(sorted(catalog.snapshot().trace_ids), pa.string())
+    before = int((time.time() - hours * 3600) * 1000)
+    versions = {}
+    for name in [name for name in TABLES if name != TRACES]:
+        latest = delta.latest_version(catalog.table_path(name))
+        actions = delta.add_actions(catalog.table_path(name), latest)
+        traces = pc.struct_field(pc.extract_regex(actions["path"], delta.TRACE_ID), "trace_id")
+        orphans = delta.files_of(actions.filter(pc.and_(
+            pc.invert(pc.is_in(traces, value_set=trace_ids)),
+            pc.less(actions["modification_time"], before))))
+        if orphans:
+            versions[name] = catalog.append(name, latest, list(map(delta.remove_action, orphans)),
+                                            "VACUUM")
+    catalog.advance_pointer(versions, "VACUUM")
 
 
 def _delete_unread(catalog, retain_hours, uncommitted_hours):

@@ -148,8 +148,9 @@ def test_kill_midway_leaves_no_partial_partition(tmp_path):
     committed = live_files(warehouse)
     assert {p.name.split("-")[0] for p in committed} == {trace.trace_id}  # no orphans live
     assert not list((warehouse / "_tracewh" / "staging").iterdir())
-    subprocess.run([*command[:5], "vacuum", "--retain", "0"], env=env, check=True,
-                   capture_output=True)
+    # no ingest in flight: files no commit names go now too
+    subprocess.run([*command[:5], "vacuum", "--retain", "0", "--retain-uncommitted", "0"],
+                   env=env, check=True, capture_output=True)
     tables = {p for p in warehouse.rglob("*.parquet") if "marts" not in p.parts}
     assert tables == set(committed)  # and none left on disk
 

@@ -4,6 +4,8 @@ does locally; two ingests from two processes at once lose nothing; a killed inge
 partial trace visible; a store that ignores conditional writes, and wrong keys, are refused
 in one line."""
 
+import dataclasses
+import gzip
 import http.client
 import http.server
 import json
@@ -263,16 +265,140 @@ def test_no_credential_is_stored_in_the_warehouse(pair):
         assert SECRET_KEY.encode() not in data and ACCESS_KEY.encode() not in data
 
 
-@pytest.mark.parametrize("command", [["vacuum"], ["optimize"], ["refresh"], ["repair"],
-                                     ["delete", "a", "--yes"]], ids=lambda c: c[0])
-def test_maintenance_is_refused_on_an_object_store_for_now(pair, command):
-    """Each would delete or rewrite files other writers' commits may name, with no lock."""
-    before = _cli(pair[1], "snapshot").stdout
-    result = _cli(pair[1], *command, expect=2)
-    assert error_lines(result.stderr) == [
-        f"error: s3://{BUCKET}/pair: `tracewh {command[0]}` is not supported on an object "
-        "store yet (ingest and every reader are)"]
-    assert _cli(pair[1], "snapshot").stdout == before
+def _both(pair, *command):
+    """The command's output on the local warehouse and on the object store's, which must
+    be the same."""
+    local, remote = (_cli(warehouse, *command).stdout for warehouse in pair)
+    assert remote == local, command
+    return local
+
+
+def _same_rows(pair):
+    for sql in (COUNTS, "SELECT * FROM overlap ORDER BY ALL",
+                "SELECT run, phases, ranks, files, events FROM runs ORDER BY ALL"):
+        assert _rows(pair[1], sql) == _rows(pair[0], sql), sql
+
+
+@pytest.fixture
+def maintained(s3, tmp_path, monkeypatch):
+    """(local, s3://) warehouses of runs a (its rank 0 in many small files, as a large
+    trace's) and b, b's rank 1 replaced: files to merge, retired files."""
+    from tracewh.ingest import reader, writer
+
+    pair = (tmp_path / "wh", f"s3://{BUCKET}/maintained-{tmp_path.name}")
+    big = tmp_path / "big_train.json"  # a file per table and worker: several per table
+    document = json.loads(RANKS[0].read_bytes() if RANKS[0].suffix == ".json" else
+                          gzip.decompress(RANKS[0].read_bytes()))
+    document["traceEvents"] = document["traceEvents"] * 6
+    big.write_text(json.dumps(document))
+    for warehouse in pair:
+        with monkeypatch.context() as patched:
+            patched.setattr(writer, "MERGE_BELOW_ROWS", 0)
+            patched.setattr(reader, "BLOCK_SIZE", 1 << 16)
+            _cli(warehouse, "ingest", big, "--run", "a", "--phase", "train", "--rank", "0",
+                 "--jobs", "2")
+        _cli(warehouse, "ingest", *RANKS[1:3], "--run", "b", "--phase", "train")
+        _cli(warehouse, "ingest", RANKS[3], "--run", "b", "--phase", "train", "--rank", "1",
+             "--replace")
+    return pair
+
+
+def test_maintenance_on_an_object_store_answers_as_locally(maintained):
+    """optimize, delete, vacuum, repair and refresh on the object store, with Delta's
+    protocol and no lock: the same outputs and the same rows as on a local warehouse."""
+    local, remote = maintained
+    _same_rows(maintained)
+    merged = _both(maintained, "optimize")
+    assert merged.startswith("merged ") and not merged.startswith("merged 0 ")
+    _same_rows(maintained)
+    assert _both(maintained, "delete", "b", "--yes").startswith("deleted run b: 2 captures")
+    _same_rows(maintained)
+    vacuumed = _both(maintained, "vacuum", "--retain", "0")
+    assert not vacuumed.startswith("deleted 0 ")
+    _same_rows(maintained)
+    assert _both(maintained, "vacuum", "--retain", "0").startswith("deleted 0 files")
+    assert _both(maintained, "repair") == "nothing to repair: Delta can read every partition value\n"
+    assert _cli(remote, "refresh").stdout == (
+        "up to date: marts/ were derived from the newest snapshot\n")
+    for warehouse in maintained:
+        _cli(warehouse, "ingest", *RANKS[1:3], "--run", "b", "--phase", "train")
+    _same_rows(maintained)
+
+
+def test_an_object_store_s_marts_are_written_there_and_read(maintained):
+    """An ingest's refresh writes the marts into the bucket, and a query over every run
+    reads them (their rows are the views' own)."""
+    from tracewh.api import Warehouse
+    from tracewh.derived.marts import MARTS
+
+    local, remote = maintained
+    location = storage.location(remote)
+    assert all(delta.is_table(location / "marts" / name) for name in MARTS)
+    current = Warehouse(remote).current_marts()
+    assert set(current) == set(MARTS)
+    for name in ("overlap", "kernel_stats", "run_metrics"):
+        sql = f"SELECT * EXCLUDE (start_time, relative_time, start_ns) FROM {name} ORDER BY ALL"
+        computed = Warehouse(remote).connect(marts=False).sql(
+            sql.replace(" EXCLUDE (start_time, relative_time, start_ns)", "")).fetchall()
+        from_mart = Warehouse(remote).sql(
+            sql.replace(" EXCLUDE (start_time, relative_time, start_ns)", "")).fetchall()
+        assert from_mart == computed and from_mart
+        assert _rows(remote, f"SELECT * FROM {name} ORDER BY ALL") == _rows(
+            local, f"SELECT * FROM {name} ORDER BY ALL")
+
+
+def test_vacuum_keeps_the_files_of_an_ingest_in_flight(maintained):
+    """A file no commit names (a worker's, before its driver commits) is deleted only once
+    older than --retain-uncommitted, whatever --retain says."""
+    remote = maintained[1]
+    location = storage.location(remote)
+    store = storage.of(location)
+    name = "kernels/run=a/phase=train/rank=7/0123456789abcdef-00000.parquet"
+    store.put_bytes(location / name, b"written by a worker, not committed yet")
+    _cli(remote, "vacuum", "--retain", "0")  # the files --replace retired
+    assert store.exists(location / name)
+    # files a killed ingest appended to a table, whose trace `traces` never got: retired
+    # and deleted once added more than --retain-uncommitted ago, not before
+    kernels = location / "kernels"
+    model = delta.live_files(kernels, delta.latest_version(kernels), ["a"])[0]
+    data = store.read_bytes(kernels / model.path)
+    orphans = []
+    for trace_id, age_ms in (("0000000000000001", 2 * 3600 * 1000), ("0000000000000002", 0)):
+        orphan = dataclasses.replace(model, path=f"run=a/phase=train/rank=0/{trace_id}-00000"
+                                                 ".parquet", sha256=None)
+        store.put_bytes(kernels / orphan.path, data)
+        action = delta.add_action(orphan)
+        action["add"]["modificationTime"] -= age_ms
+        delta.commit(kernels, delta.latest_version(kernels) + 1, [action], "WRITE")
+        orphans.append(kernels / orphan.path)
+    counts = _rows(remote, COUNTS)
+    assert _cli(remote, "vacuum", "--retain", "0").stdout.startswith("deleted 1 files")
+    assert not store.exists(orphans[0]) and store.exists(orphans[1])
+    assert _rows(remote, COUNTS) == counts
+    # the stray file and the second orphan
+    assert _cli(remote, "vacuum", "--retain", "0", "--retain-uncommitted", "0").stdout \
+        .startswith("deleted 2 files")
+    assert not store.exists(location / name) and not store.exists(orphans[1])
+    assert _rows(remote, COUNTS) == counts
+
+
+def test_a_duckdb_file_for_bi_tools_written_next_to_the_user(s3, pair, tmp_path):
+    """`refresh --duckdb-file PATH`: a DuckDB file over local copies of the snapshot's
+    files, which DuckDB opens read-only and offline, with no credential in it."""
+    import duckdb
+
+    target = tmp_path / "bi" / "tracewh.duckdb"
+    target.parent.mkdir()
+    result = _cli(pair[1], "refresh", "--duckdb-file", target)
+    assert result.stdout.endswith(f"wrote {target}\n")
+    with duckdb.connect(str(target), read_only=True) as connection:
+        rows = connection.execute(COUNTS).fetchall()
+        overlap = connection.execute("SELECT * FROM overlap ORDER BY ALL").fetchall()
+    assert [dict(zip(("run", "rank", "n", "dur_ns"), row)) for row in rows] == _rows(pair[0],
+                                                                                      COUNTS)
+    assert len(overlap) == 8
+    data = target.read_bytes()
+    assert SECRET_KEY.encode() not in data and ACCESS_KEY.encode() not in data
 
 
 def test_a_local_warehouse_imports_no_object_store_library(tmp_path):
@@ -285,3 +411,46 @@ def test_a_local_warehouse_imports_no_object_store_library(tmp_path):
     found = subprocess.run([sys.executable, "-c", code, str(RANKS[0])], capture_output=True,
                            text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+def _count_requests(location, operation):
+    """A list the keys of every `operation` request (HeadObject, GetObject...) of this
+    process's client of `location`'s bucket are appended to, and a function to stop."""
+    client = storage.of(storage.location(location)).client
+    keys = []
+
+    def count(params, **_):
+        keys.append(params.get("Key"))
+
+    event = f"before-parameter-build.s3.{operation}"
+    client.meta.events.register(event, count)
+    return keys, lambda: client.meta.events.unregister(event, count)
+
+
+def test_a_query_sends_no_request_per_data_file_to_check_its_size(pair):
+    """The sizes a query checks the files against are its Delta log's add actions', and
+    the files' local copies are what is measured: no HEAD per file."""
+    heads, stop = _count_requests(pair[1], "HeadObject")
+    try:
+        assert _rows(pair[1], COUNTS) == _rows(pair[0], COUNTS)
+    finally:
+        stop()
+    assert heads and [key for key in heads if key.endswith(".parquet")] == []
+
+
+def test_a_cut_object_is_named_as_a_local_file_is(s3, tmp_path, monkeypatch):
+    remote = f"s3://{BUCKET}/cut"
+    _cli(remote, "ingest", RANKS[0], "--run", "r", "--phase", "train")
+    location = storage.location(remote)
+    store = storage.of(location)
+    key = next(item["Key"] for item in store.client.list_objects_v2(
+        Bucket=BUCKET, Prefix="cut/kernels/run=")["Contents"])
+    whole = store.read_bytes(storage.location(f"s3://{BUCKET}/{key}"))
+    store.client.put_object(Bucket=BUCKET, Key=key, Body=whole[:-10])
+    monkeypatch.setenv("TRACEWH_CACHE", str(tmp_path / "cache"))
+    result = _cli(remote, "query", "SELECT count(*) FROM kernels", expect=2)
+    assert error_lines(result.stderr)[0].startswith(
+        f"error: s3://{BUCKET}/{key}: changed outside tracewh since its commit "
+        f"({len(whole) - 10:,} bytes, its commit says {len(whole):,}): a file of trace ")
+    store.client.put_object(Bucket=BUCKET, Key=key, Body=whole)  # put back: read as before
+    assert _rows(remote, "SELECT count(*) AS n FROM kernels")[0]["n"] > 0

@@ -9,7 +9,8 @@ import click
 from ..derived import maintenance
 from ..storage.catalog import STATE_DIR
 from ..derived import refresh_derived
-from ..derived.duckdb_file import FILE_NAME
+from ..derived.duckdb_file import FILE_NAME, write_duckdb_file
+from ..rules import effective_rules
 from ..errors import printable
 from ..storage.integrity import check_counts, check_files
 from ..storage.names import check_name
@@ -21,17 +22,24 @@ from .options import exit_after_follow_up, pass_warehouse, phase_option, work_th
               default=maintenance.DEFAULT_RETAIN_HOURS, show_default=True, metavar="HOURS",
               help="Keep files retired less than HOURS ago: queries and other engines still "
                    "reading an older snapshot need them.")
+@click.option("--retain-uncommitted", "uncommitted_hours", type=click.IntRange(min=0),
+              default=maintenance.DEFAULT_UNCOMMITTED_HOURS, show_default=True,
+              metavar="HOURS",
+              help="Keep files that no commit names written less than HOURS ago: an ingest "
+                   "still in flight writes its files before it commits them.")
 @pass_warehouse
-def vacuum(warehouse, retain_hours):
+def vacuum(warehouse, retain_hours, uncommitted_hours):
     """Delete the files no current snapshot reads.
 
     A --replace, an optimize or an interrupted ingest retires files without deleting them,
     so that readers of the snapshot before it (a running query, a Spark job) go on; this
     deletes those retired more than HOURS ago, and files of ingests killed before their
-    commit. Delta's own VACUUM, for every table.
+    commit, once older than --retain-uncommitted. Delta's own VACUUM, for every table; on
+    an object store too, with no lock (see docs/object-storage.md).
     """
     catalog = warehouse.readable()
-    result, follow_up = work_then_follow_up(lambda: maintenance.vacuum(catalog, retain_hours))
+    result, follow_up = work_then_follow_up(lambda: maintenance.vacuum(catalog, retain_hours,
+                                                                  uncommitted_hours))
     click.echo(f"deleted {result.files:,} files ({result.bytes / 1e6:,.1f} MB) retired more "
                f"than {retain_hours} h ago")
     exit_after_follow_up(follow_up)
@@ -56,8 +64,13 @@ def optimize(warehouse, run):
 
 
 @click.command()
+@click.option("--duckdb-file", "duckdb_file", metavar="PATH",
+              type=click.Path(dir_okay=False, writable=True, resolve_path=True),
+              help="Also write a DuckDB database file for BI tools at PATH, on this machine. "
+                   "An object store's warehouse keeps none in its bucket: this one reads local "
+                   "copies of the snapshot's files, downloaded now; it stores no credential.")
 @pass_warehouse
-def refresh(warehouse):
+def refresh(warehouse, duckdb_file):
     """Bring the marts and tracewh.duckdb up to date with the tables.
 
     Every ingest, optimize and vacuum does this itself, for the runs it changed: run it after
@@ -65,9 +78,9 @@ def refresh(warehouse):
     classes follow, or after a command was killed before it was done. It checks the tables'
     logs against the traces they hold and every file's bytes against the sha256 its commit
     recorded, makes a damaged mart again, rebuilds a damaged tracewh.duckdb, and recreates a
-    deleted _tracewh/.
+    deleted _tracewh/. On an object store it writes the marts in the bucket, and no
+    tracewh.duckdb but the one --duckdb-file asks for.
     """
-    warehouse.catalog.check_local("refresh")
     if warehouse.catalog.restore_state():
         click.echo(f"recreated {STATE_DIR}/, which was gone (the kernel rules it held, if any, "
                    f"must be put back as {STATE_DIR}/kernel_rules.toml)", err=True)
@@ -76,12 +89,20 @@ def refresh(warehouse):
     result = refresh_derived(warehouse.catalog, verify=True)
     for name, (file, problem) in result.remade.items():
         click.echo(f"{printable(file)}: {problem}: mart {name} made again", err=True)
+    local = warehouse.catalog.store.local
     if result.up_to_date:
-        click.echo(f"up to date: marts/ and {FILE_NAME} were derived from the newest snapshot")
-        return
-    runs = len(result.runs)
-    click.echo(f"recomputed the marts of {runs:,} run{'' if runs == 1 else 's'} in "
-               f"{result.marts_seconds:.2f} s; wrote {FILE_NAME} in {result.file_seconds:.2f} s")
+        click.echo(f"up to date: marts/{f' and {FILE_NAME}' if local else ''} were derived "
+                   "from the newest snapshot")
+    else:
+        runs = len(result.runs)
+        click.echo(f"recomputed the marts of {runs:,} run{'' if runs == 1 else 's'} in "
+                   f"{result.marts_seconds:.2f} s"
+                   + (f"; wrote {FILE_NAME} in {result.file_seconds:.2f} s" if local else ""))
+    if duckdb_file is not None:
+        catalog = warehouse.catalog
+        write_duckdb_file(catalog, catalog.snapshot(), effective_rules(catalog.root),
+                          duckdb_file)
+        click.echo(f"wrote {printable(duckdb_file)}")
 
 
 @click.command()

@@ -4,19 +4,22 @@ tables of the main views' answers, `marts`) and the DuckDB database file that BI
 
 import concurrent.futures
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 
 import duckdb
 
 from ..storage import links
+from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
 from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
-from .marts import changed_marts, current_mart_files, mart_path, refresh_marts
+from .marts import changed_marts, current_mart_files, mart_path, refresh_marts, remove_mart
 from ..query.library import library_fingerprint
 from ..rules import effective_rules
+
+UNLOCKED_ATTEMPTS = 5  # an object store's refresh, planned again after a lost version
+RECOMPUTE_MARKS = "recompute"  # an object store's folder of runs marked for recompute
 
 
 @dataclass
@@ -35,8 +38,8 @@ def refresh_derived(catalog, verify=False):
     leaves the committed traces as they are: the next writing command, or `tracewh refresh`,
     derives again. With `verify`, every mart's files are read, and a mart with a file not as
     its commit wrote it is made again (see `marts.changed_marts`)."""
-    if not catalog.store.local:  # marts and tracewh.duckdb are kept on local disk only
-        return DerivedRefresh()
+    if not catalog.store.local:
+        return _refresh_unlocked(catalog, verify)
     with catalog.locked():
         snapshot = catalog.snapshot()
         rules = effective_rules(catalog.root)
@@ -48,7 +51,7 @@ def refresh_derived(catalog, verify=False):
         if remade:  # made again whole (a damaged log's way): until then, no query reads it
             done_file.unlink(missing_ok=True)
             for name in remade:
-                shutil.rmtree(mart_path(catalog.root, name))
+                remove_mart(mart_path(catalog.root, name))
         if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)} \
                 and not recompute:
             return DerivedRefresh(up_to_date=True)
@@ -72,6 +75,45 @@ def refresh_derived(catalog, verify=False):
         return DerivedRefresh(marts.runs, marts_seconds, file_seconds, remade=remade)
 
 
+def _refresh_unlocked(catalog, verify):
+    """refresh_derived on an object store: the marts only (tracewh.duckdb is written to a
+    local path, by `tracewh duckdb-file`). No lock orders writers there: each mart commit
+    is created only if its version is free, and a refresh that lost one to another writer's
+    plans again from the newest snapshot and marts (a mart of a newer snapshot than its own
+    is left as it is, see marts._plan). A run marked for recompute (one object per run, so
+    that no writer's mark overwrites another's) is unmarked once a refresh dropped it: one
+    still in the snapshot it refreshed is marked by a `delete` not committed yet."""
+    remade = changed_marts(catalog.root) if verify else {}
+    for name in remade:
+        remove_mart(mart_path(catalog.root, name))
+    for _ in range(UNLOCKED_ATTEMPTS):
+        snapshot = catalog.snapshot()
+        marked = _marked_runs(catalog)
+        try:
+            marts, seconds = _timed(refresh_marts, catalog, snapshot,
+                                    effective_rules(catalog.root), set(marked))
+        except VersionTaken:
+            continue
+        except (OSError, duckdb.Error) as error:
+            raise FollowUpFailed(f"{catalog.root}: the marts were not brought up to date "
+                                 f"({error}); `tracewh refresh` tries again") from None
+        held = {info.run for info in catalog.runs(snapshot)}
+        for run, key in marked.items():
+            if run not in held:
+                catalog.store.delete(key)
+        return DerivedRefresh(marts.runs, seconds, up_to_date=not marts.marts, remade=remade)
+    raise FollowUpFailed(f"{catalog.root}: the marts were not brought up to date (other "
+                         f"writers took their versions {UNLOCKED_ATTEMPTS} times); `tracewh "
+                         "refresh` tries again")
+
+
+def _marked_runs(catalog):
+    """{run: its mark's location} of an object store's runs marked for recompute."""
+    folder = catalog.state / RECOMPUTE_MARKS
+    return {bytes.fromhex(name).decode(): folder / name
+            for name in catalog.store.names(folder)}
+
+
 def _timed(function, *arguments):
     """(function(*arguments), the seconds it took)."""
     started = time.perf_counter()
@@ -83,8 +125,10 @@ def current_marts(catalog, snapshot, rules, only=None):
     `rules`, for a query to read instead of computing the views over every file: the last
     refresh derived from this snapshot with these rules and no run waits to be computed
     again. {} otherwise (the views are computed). With `only`, of those marts alone."""
-    if not catalog.store.local:  # none kept there (see refresh_derived)
-        return {}
+    if not catalog.store.local:  # each mart's own state says (see current_mart_files)
+        if _marked_runs(catalog):
+            return {}
+        return current_mart_files(catalog.root, snapshot, rules, only)
     done = _read_json(catalog.state / DONE_FILE) or {}
     derived_from = _derived_from(snapshot, rules)
     if ({key: done.get(key) for key in derived_from} != derived_from
@@ -102,6 +146,9 @@ def mark_for_recompute(catalog, run):
     """Have the next refresh compute the marts' rows of `run` again, whatever its traces'
     sequence numbers say (under the writers' lock, without its recovery: this touches no
     table, and is called inside a repair's commits, which a recovery would roll back)."""
+    if not catalog.store.local:  # see _refresh_unlocked
+        catalog.store.put_bytes(catalog.state / RECOMPUTE_MARKS / run.encode().hex(), b"")
+        return
     with catalog.locked(recover=False):
         path = catalog.state / RECOMPUTE_FILE
         links.write_text(path, json.dumps(sorted(set(_read_json(path) or []) | {run})))

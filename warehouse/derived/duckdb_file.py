@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import shutil
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -35,19 +36,28 @@ from ..query.table_sql import empty_select, scan_select, sql_string
 STORAGE_VERSION = "v1.0.0"
 
 
-def write_duckdb_file(catalog, snapshot, rules):
+def write_duckdb_file(catalog, snapshot, rules, target=None):
     """Write `<warehouse>/tracewh.duckdb` over `snapshot`, with the kernel `rules` (under the
     writers' lock), replacing the previous one whole. Usually only the file lists change: the
     previous file is copied
     and its lists brought forward by the Delta commits since the snapshot it shows, instead
     of defining the library again (~0.1 s) and listing every file of 13 tables (~0.15 s and
-    ~200 MB at 1,000 runs)."""
+    ~200 MB at 1,000 runs).
+
+    With `target`, the file is written there instead (a local path: `tracewh refresh
+    --duckdb-file`). An object store's warehouse keeps none in its bucket: the file a user
+    asks for lists the local copies of the snapshot's files (downloaded now into the cache,
+    see storage.objects), which any DuckDB reads offline, with no credentials stored."""
+    if not catalog.store.local:
+        _write_over_copies(catalog, snapshot, rules, target)
+        return
     root = catalog.root.resolve()
     shape = file_shape(root, rules, live_helpers(snapshot, rules))
-    for stale in catalog.state.glob(f".{FILE_NAME}.*"):  # of killed writers: we hold the lock
-        stale.unlink(missing_ok=True)
-    temporary = catalog.state / f".{FILE_NAME}.{os.getpid()}.tmp"
-    target = root / FILE_NAME
+    for stale in catalog.state.glob(f".{FILE_NAME}.*") if target is None else ():
+        stale.unlink(missing_ok=True)  # of killed writers: we hold the lock
+    temporary = (catalog.state if target is None else Path(target).parent) / \
+        f".{FILE_NAME}.{os.getpid()}.tmp"
+    target = root / FILE_NAME if target is None else Path(target)
     if target.exists():
         shutil.copyfile(target, temporary)
     try:
@@ -60,14 +70,40 @@ def write_duckdb_file(catalog, snapshot, rules):
             connection.close()
             temporary.unlink(missing_ok=True)
             connection = _connect(temporary)
-            _write_whole(connection, root, snapshot, rules)
-        connection.execute(f"DELETE FROM {SNAPSHOT_TABLE}")
-        connection.execute(f"INSERT INTO {SNAPSHOT_TABLE} VALUES (?, ?, ?, ?)", [
-            snapshot.seq, json.dumps(snapshot.versions, sort_keys=True),
-            datetime.datetime.now(datetime.timezone.utc), shape])
+            _write_whole(connection, root, snapshot.files(root), snapshot, rules)
+        _record_snapshot(connection, snapshot, shape)
     finally:
         connection.close()
     os.replace(temporary, target)
+
+
+def _write_over_copies(catalog, snapshot, rules, target):
+    """write_duckdb_file of an object store's warehouse, at the local path `target`, written
+    whole over the local copies of the snapshot's files (their root: the warehouse's in the
+    cache)."""
+    listed = snapshot.files(catalog.root)
+    for name, found in listed.items():  # downloaded now, each checked against its size
+        catalog.store.local_copies([f"{catalog.root}/{name}/{f.path}" for f in found],
+                                   [f.size for f in found])
+    root = catalog.store.copy_of(catalog.root)
+    target = Path(target)
+    temporary = target.parent / f".{FILE_NAME}.{os.getpid()}.tmp"
+    temporary.unlink(missing_ok=True)
+    connection = _connect(temporary)
+    try:
+        _write_whole(connection, root, listed, snapshot, rules)
+        _record_snapshot(connection, snapshot,
+                         file_shape(root, rules, live_helpers(snapshot, rules)))
+    finally:
+        connection.close()
+    os.replace(temporary, target)
+
+
+def _record_snapshot(connection, snapshot, shape):
+    connection.execute(f"DELETE FROM {SNAPSHOT_TABLE}")
+    connection.execute(f"INSERT INTO {SNAPSHOT_TABLE} VALUES (?, ?, ?, ?)", [
+        snapshot.seq, json.dumps(snapshot.versions, sort_keys=True),
+        datetime.datetime.now(datetime.timezone.utc), shape])
 
 
 def _follow_commits(connection, root, snapshot, shape):
@@ -104,9 +140,9 @@ def _follow_commits(connection, root, snapshot, shape):
     return connection.execute(non_empty).fetchall() == had
 
 
-def _write_whole(connection, root, snapshot, rules):
-    """Define the file's tables, views and macros, and list the snapshot's files."""
-    listed = snapshot.files(root)
+def _write_whole(connection, root, listed, snapshot, rules):
+    """Define the file's tables, views and macros, and list the snapshot's files (`listed`,
+    {table: [DataFile]}, under `root`)."""
     paths = {name: [f"{root}/{name}/{f.path}" for f in found] for name, found in listed.items()}
     connection.execute(f"CREATE TABLE {FILES_TABLE} (table_name VARCHAR, path VARCHAR, "
                        "run VARCHAR, size BIGINT)")

@@ -14,13 +14,16 @@ to TARGET_BYTES, in Delta's way: one commit per table whose removes and adds do 
 read, which made every command fail.
 """
 
+import time
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..storage import delta, layout, links
+from .. import storage
+from ..storage import delta, layout
 from ..storage.catalog import TRACES
 from ..storage.delta import DataFile
 from . import mark_for_recompute, refresh_derived
@@ -31,6 +34,7 @@ from ..storage.schema import TABLES
 from ..query.scope import check_runs
 
 DEFAULT_RETAIN_HOURS = 24
+DEFAULT_UNCOMMITTED_HOURS = 1  # see vacuum
 TARGET_BYTES = 128 << 20
 
 
@@ -78,7 +82,6 @@ def delete(catalog, run, phase=None):
     """Remove a run, or one phase of it, from every table: one commit per table of Delta
     remove actions, then a pointer; the marts drop it at the refresh that follows. The files
     stay on disk, for readers of older snapshots, until `vacuum`."""
-    catalog.check_local("delete")
     runs = {info.run: info for info in catalog.runs()}
     check_runs(list(runs), run)
     if phase is not None and phase not in runs[run].phases:
@@ -86,7 +89,8 @@ def delete(catalog, run, phase=None):
                          f"{', '.join(sorted(runs[run].phases))})")
     with catalog.locked():
         mark_for_recompute(catalog, run)  # before the commits: a kill between is caught up
-        result = _remove_run(catalog, run, phase)
+        result = (_remove_run(catalog, run, phase) if catalog.store.local
+                  else _remove_run_unlocked(catalog, run, phase))
         _refresh(catalog, result)
     return result
 
@@ -110,26 +114,57 @@ def _remove_run(catalog, run, phase):
     return DeleteResult(traces, files, tables)
 
 
-def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
-    """Delete files no version newer than `retain_hours` ago reads, under one hold of the
-    writers' lock. Delta's VACUUM lists them (files retired before then, files no commit
-    names); tracewh deletes them itself (`links.unlink_within`: never through a link) and
+def _remove_run_unlocked(catalog, run, phase):
+    """_remove_run on an object store, where writers take no lock: the `traces` rows first,
+    made again from the newest pointer until the commit wins its version (its readers see
+    the run's files no more: see catalog.Snapshot.trace_ids), then the files of those traces
+    from each table, appended at its first free version, and a pointer past them."""
+    path = catalog.table_path(TRACES)
+    while True:
+        snapshot = catalog.snapshot()
+        doomed = [f for f in catalog.live_files(TRACES, snapshot.versions[TRACES], [run])
+                  if phase is None or f.phase == phase]
+        try:
+            delta.commit(path, snapshot.versions[TRACES] + 1,
+                         [delta.remove_action(f) for f in doomed], "DELETE",
+                         catalog.pointer(snapshot.versions, snapshot.seq + 1,
+                                         snapshot.class_rules))
+            break
+        except delta.VersionTaken:
+            continue
+    files, tables = catalog.retire_traces(run, {f.trace_id for f in doomed}, "DELETE")
+    return DeleteResult(len(doomed), files + len(doomed), tables + 1)
+
+
+def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS,
+           uncommitted_hours=DEFAULT_UNCOMMITTED_HOURS):
+    """Delete files no version newer than `retain_hours` ago reads, and files no commit
+    names written more than `uncommitted_hours` ago, under one hold of the writers' lock (no
+    lock on an object store: there a file is deleted only once no commit of the newest
+    versions reads it, which is Delta's protocol's own rule). The second window protects
+    the files of an ingest still in flight: its workers write them (to an object store,
+    straight into the tables) before its driver commits them, so a file no commit names
+    may be one about to be committed. Delta's VACUUM lists them; tracewh deletes them
+    itself (locally `links.unlink_within`: never through a link) and
     commits nothing. Delta's VACUUM START/END commits are history no reader needs; they
     took versions past the pointer, which the next writer's commits then collided with, and
     on a full disk, where deleting is what frees space, they cannot be written at all. A
     failure after the deletes (a rollback, the refresh) raises FollowUpFailed with the
     result."""
-    catalog.check_local("vacuum")
-    if retain_hours < 0:
-        raise UsageError(f"{HINT} must be 0 or more hours", cli_hint="--retain",
-                         library_hint="retain_hours")
+    for hours, option, name in ((retain_hours, "--retain", "retain_hours"),
+                                (uncommitted_hours, "--retain-uncommitted", "uncommitted_hours")):
+        if hours < 0:
+            raise UsageError(f"{HINT} must be 0 or more hours", cli_hint=option,
+                             library_hint=name)
     with catalog.locked(recover=False):  # deleting needs no free space: a rollback does
         try:
             catalog.clean_up()  # a killed commit's files are retired, for the deletes
             rolled_back = None
         except OSError as error:
             rolled_back = error
-        result = _delete_unread(catalog, retain_hours)
+        if not catalog.store.local:  # no rollback there: see _retire_uncommitted
+            _retire_uncommitted(catalog, uncommitted_hours)
+        result = _delete_unread(catalog, retain_hours, uncommitted_hours)
         if rolled_back is not None:
             raise FollowUpFailed(f"{catalog.root}: an interrupted commit could not be rolled "
                                  f"back ({rolled_back.strerror or rolled_back}): the next "
@@ -138,21 +173,55 @@ def vacuum(catalog, retain_hours=DEFAULT_RETAIN_HOURS):
     return result
 
 
-def _delete_unread(catalog, retain_hours):
+def _retire_uncommitted(catalog, hours):
+    """Retire (Delta removes) an object store's files that a table added more than `hours`
+    ago for a trace `traces` does not hold: a killed ingest's, which no writer there rolls
+    back (they are never read: see catalog.Snapshot.trace_ids). Each table at its first free
+    version, then a pointer past them; the vacuum deletes them once retired longer than
+    --retain. An ingest commits each trace's row seconds after its files, so the window that
+    keeps the files of an ingest in flight keeps these too."""
+    trace_ids = pa.array(sorted(catalog.snapshot().trace_ids), pa.string())
+    before = int((time.time() - hours * 3600) * 1000)
+    versions = {}
+    for name in [name for name in TABLES if name != TRACES]:
+        latest = delta.latest_version(catalog.table_path(name))
+        actions = delta.add_actions(catalog.table_path(name), latest)
+        traces = pc.struct_field(pc.extract_regex(actions["path"], delta.TRACE_ID), "trace_id")
+        orphans = delta.files_of(actions.filter(pc.and_(
+            pc.invert(pc.is_in(traces, value_set=trace_ids)),
+            pc.less(actions["modification_time"], before))))
+        if orphans:
+            versions[name] = catalog.append(name, latest, list(map(delta.remove_action, orphans)),
+                                            "VACUUM")
+    catalog.advance_pointer(versions, "VACUUM")
+
+
+def _delete_unread(catalog, retain_hours, uncommitted_hours):
     """Delete what Delta's VACUUM lists in every table and mart, but for the files of the
-    newest snapshot (which the newest versions read, unless a rollback is pending)."""
+    newest snapshot (which the newest versions read, unless a rollback is pending). Its
+    light VACUUM lists the files commits retired before the retention, its full one those
+    no commit names too, by their age in the store: the files older than
+    `uncommitted_hours` that no commit names are the full list's at that age but for the
+    light list's at that age."""
     paths = [catalog.table_path(name) for name in TABLES] + mart_paths(catalog.root)
     read = {path for found in catalog.snapshot().paths(catalog.root).values()
             for path in found}
     result = VacuumResult(0, 0)
     for path in [path for path in paths if delta.is_table(path)]:
-        # full: files no commit names too (a killed ingest's), by their age on disk
-        for name in delta.open_table(path).vacuum(retention_hours=retain_hours, dry_run=True,
-                                                 enforce_retention_duration=False, full=True):
+        table = delta.open_table(path)
+
+        def listed(hours, full):
+            return set(table.vacuum(retention_hours=hours, dry_run=True, full=full,
+                                    enforce_retention_duration=False))
+
+        doomed = listed(uncommitted_hours, True)  # files no commit names too (a killed ingest's)
+        if uncommitted_hours != retain_hours:
+            doomed = listed(retain_hours, False) | (doomed - listed(uncommitted_hours, False))
+        for name in sorted(doomed):
             if f"{path}/{name}" in read:
                 continue
             try:
-                result.bytes += links.unlink_within(path, name)
+                result.bytes += catalog.store.unlink_within(path, name)
             except FileNotFoundError:
                 continue
             result.files += 1
@@ -162,11 +231,11 @@ def _delete_unread(catalog, retain_hours):
 def optimize(catalog, run=None):
     """Merge each trace's files in every table (of one run, or all), and refresh, under one
     hold of the writers' lock."""
-    catalog.check_local("optimize")
     if run is not None:  # before the lock, which creates the tables of a new warehouse
         check_runs([info.run for info in catalog.runs()], run)
     with catalog.locked():
-        result = _merge_traces(catalog, run)
+        result = (_merge_traces(catalog, run) if catalog.store.local
+                  else _merge_traces_unlocked(catalog, run))
         _refresh(catalog, result)  # the files tracewh.duckdb lists changed
     return result
 
@@ -180,13 +249,10 @@ def _merge_traces(catalog, run):
             if name == TRACES:  # one row per trace: nothing to merge
                 continue
             path = catalog.table_path(name)
-            actions = []
-            for group in _groups(catalog.live_files(name, versions[name],
-                                                    None if run is None else [run])):
-                merged = _merge(path, group, versions[name] + 1)
-                actions += [delta.remove_action(f, data_change=False) for f in group]
-                actions.append(delta.add_action(merged, data_change=False))
-                removed, added = removed + len(group), added + 1
+            actions, merged = _merge_actions(
+                path, catalog.live_files(name, versions[name], None if run is None else [run]),
+                versions[name] + 1)
+            removed, added = removed + len(actions) - merged, added + merged
             if actions:
                 versions[name] = delta.commit(path, versions[name] + 1, actions, "OPTIMIZE")
                 tables += 1
@@ -194,6 +260,44 @@ def _merge_traces(catalog, run):
             delta.commit(catalog.table_path(TRACES), versions[TRACES] + 1, [], "OPTIMIZE",
                          catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
     return OptimizeResult(removed, added, tables)
+
+
+def _merge_traces_unlocked(catalog, run):
+    """_merge_traces on an object store, where writers take no lock: each table's merges
+    planned from its newest version and committed as the next one, planned again when
+    another writer took it (two optimizes must not both merge the same files), then a
+    pointer past them. Files of traces not committed yet are merged too, under their
+    trace's name: read once the trace is committed, as its parts would be."""
+    removed = added = 0
+    versions = {}
+    for name in [name for name in TABLES if name != TRACES]:
+        path = catalog.table_path(name)
+        while True:
+            latest = delta.latest_version(path)
+            actions, merged = _merge_actions(
+                path, catalog.live_files(name, latest, None if run is None else [run]),
+                latest + 1)
+            if not actions:
+                break
+            try:
+                versions[name] = delta.commit(path, latest + 1, actions, "OPTIMIZE")
+            except delta.VersionTaken:
+                continue
+            removed, added = removed + len(actions) - merged, added + merged
+            break
+    catalog.advance_pointer(versions, "OPTIMIZE")
+    return OptimizeResult(removed, added, len(versions))
+
+
+def _merge_actions(path, files, version):
+    """(the remove and add actions of merging each trace's files of `files` into files
+    written for `version`, how many files they add)."""
+    actions, merged = [], 0
+    for group in _groups(files):
+        actions += [delta.remove_action(f, data_change=False) for f in group]
+        actions.append(delta.add_action(_merge(path, group, version), data_change=False))
+        merged += 1
+    return actions, merged
 
 
 def _refresh(catalog, result):
@@ -217,7 +321,6 @@ def repair(catalog):
     checkpoint of its version failed) is rolled back by the recovery that follows. Run again
     after an interruption, it finishes the work. The files stay on disk until `vacuum`;
     their sources can be ingested again under a rank within int32."""
-    catalog.check_local("repair")
     with catalog.locked(recover=False):
         result = _remove_unreadable(catalog)
         catalog.clean_up()
@@ -267,9 +370,10 @@ def _count_removed(removed, table_path, table, unreadable_file):
                                                       values.get("phase"), values.get("rank"),
                                                       None, 0))
     trace.files += 1
-    row_file = Path(table_path) / unquote(unreadable_file.path)
-    if table == TRACES and row_file.exists():
-        trace.source_path = pq.read_table(row_file, columns=["source_path"])[0][0].as_py()
+    row_file = table_path / unquote(unreadable_file.path)
+    if table == TRACES and storage.of(row_file).exists(row_file):
+        trace.source_path = pq.read_table(delta.parquet_source(row_file),
+                                          columns=["source_path"])[0][0].as_py()
 
 
 def _groups(files):
@@ -296,12 +400,15 @@ def _merge(table_path, group, version):
     first = group[0]
     relative = (f"{layout.partition(first.run, first.phase, first.rank)}/"
                 f"{layout.merged_file(first.trace_id, version)}")
-    schema = pq.read_schema(table_path / first.path)
     rows = 0
-    with parquet_writer(table_path / relative, schema) as writer:
+    with delta.written(table_path / relative) as local:
+        writer = None
         for data_file in group:
-            table = pq.read_table(table_path / data_file.path)
+            table = pq.read_table(delta.parquet_source(table_path / data_file.path))
+            if writer is None:
+                writer = parquet_writer(local, table.schema)
             writer.write_table(table)
             rows += table.num_rows
-    size, sha256 = delta.file_digest(table_path / relative)
+        writer.close()
+        size, sha256 = delta.file_digest(local)
     return DataFile(relative, first.run, first.phase, first.rank, rows, size, sha256=sha256)

@@ -43,7 +43,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import storage
 from ..storage import delta
+from ..storage.base import ChangedObject
+from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
 from ..query.connection import connect, cursor
 from ..storage.layout import MARTS_DIR
@@ -100,10 +103,14 @@ class MartPlan:
     recompute: set = field(default_factory=set)  # runs whose rows are computed again
     drop: set = field(default_factory=set)  # runs the warehouse no longer holds (marked)
     live: list = field(default_factory=list)  # the mart's files at `version` (DataFile)
+    # An object store's mart whose state is of another snapshot: committed again with this
+    # one's, rows or not (what tells a reader there that the mart is current)
+    restate: bool = False
+    superseded: bool = False  # of a newer snapshot already (an object store's: see _plan)
 
     @property
     def needed(self):
-        return bool(self.rebuild or self.recompute or self.drop)
+        return bool(self.rebuild or self.recompute or self.drop or self.restate)
 
 
 @dataclass
@@ -121,14 +128,33 @@ def mart_paths(root):
     return [mart_path(root, name) for name in MARTS if delta.is_table(mart_path(root, name))]
 
 
+def remove_mart(path):
+    """Delete a mart's table whole (damaged: it is made again)."""
+    store = storage.of(path)
+    if store.local:
+        shutil.rmtree(path)
+        return
+    for name in store.names(path / LOG_DIR):
+        store.delete(path / LOG_DIR / name)
+    for name in store.names(path):
+        if name != LOG_DIR:
+            store.delete(path / name)
+
+
 def current_mart_files(root, snapshot, rules, only=None):
     """{mart: the paths of its live files} of the marts written from the library under
     `rules`, by the same tracewh, at `snapshot` or before it (a refresh committing meanwhile
     for a newer one makes its marts not current), whose newest commit is readable: the caller
     has established that the last refresh derived them from `snapshot`. Read only: a damaged
     mart (a file of another size than its commit's: a stat each) is left for the next
-    refresh to make again (it is not current). With `only`, of those marts alone."""
+    refresh to make again (it is not current). With `only`, of those marts alone.
+
+    On an object store, where no lock orders refreshes, a mart is current when its newest
+    commit is of `snapshot` itself (each refresh there commits every mart's state), and its
+    files are the local copies DuckDB reads, checked against their sizes in the log (a
+    mart with a file missing or of another size is not current)."""
     fingerprint = _fingerprint(rules)
+    local = storage.of(root).local
     current = {}
     for name in MARTS if only is None else [name for name in MARTS if name in only]:
         path = mart_path(root, name)
@@ -137,11 +163,17 @@ def current_mart_files(root, snapshot, rules, only=None):
                 continue
             version = delta.latest_version(path)
             state = delta.commit_info(path, version).get(STATE_KEY)
-            if (state is not None and state["fingerprint"] == fingerprint
-                    and state["seq"] <= snapshot.seq
-                    and not delta.changed_files(path, version)):
-                current[name] = delta.live_paths(path, version)
-        except delta.DamagedLog:
+            if (state is None or state["fingerprint"] != fingerprint
+                    or not (state["seq"] <= snapshot.seq if local
+                            else state["seq"] == snapshot.seq)):
+                continue
+            if local:
+                if not delta.changed_files(path, version):
+                    current[name] = delta.live_paths(path, version)
+            else:
+                current[name] = storage.of(path).local_copies(
+                    delta.live_paths(path, version), delta.live_sizes(path, version))
+        except (delta.DamagedLog, ChangedObject, FileNotFoundError):
             continue
     return current
 
@@ -171,11 +203,13 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
     dropped, when gone)."""
     newest, events = _runs_held(catalog, snapshot)
     fingerprint = _fingerprint(rules)
+    local = catalog.store.local
     with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
         plans = dict(zip(MARTS, pool.map(
-            lambda name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint),
+            lambda name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint,
+                               local),
             MARTS)))
-    for plan in plans.values():
+    for plan in [plan for plan in plans.values() if not plan.superseded]:
         plan.recompute |= set(recompute) & set(newest)
         plan.drop |= set(recompute) - set(newest)
     runs = set().union(*(plan.recompute for plan in plans.values()))
@@ -266,20 +300,26 @@ def _runs_held(catalog, snapshot):
     return newest, events
 
 
-def _plan(path, newest, snapshot, fingerprint):
+def _plan(path, newest, snapshot, fingerprint, local=True):
+    """What a refresh to `snapshot` does to the mart at `path`. On an object store (not
+    `local`), a mart of a newer snapshot is left as it is: another writer's refresh, which
+    no lock ordered after this one, derived it."""
     try:
         if not delta.is_table(path):
             return MartPlan(None, True, set(newest))
         version = delta.latest_version(path)
         state = delta.commit_info(path, version).get(STATE_KEY)
+        if (not local and state is not None and state["fingerprint"] == fingerprint
+                and state["seq"] > snapshot.seq):
+            return MartPlan(version, False, superseded=True)
         if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
             return MartPlan(version, True, set(newest))
         live = delta.live_files(path, version)
     except delta.DamagedLog:  # damaged from outside; what it derives is made again whole
-        shutil.rmtree(path)
+        remove_mart(path)
         return MartPlan(None, True, set(newest))
     return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
-                    live=live)
+                    live=live, restate=not local and state["seq"] != snapshot.seq)
 
 
 def _rows(connection, name):
@@ -309,7 +349,8 @@ def _commit(path, plan, rows, info):
     gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
     if plan.rebuild:  # a new schema; every file removed
         DeltaTable.create(str(path), schema=rows.schema,
-                          mode="ignore" if version is None else "overwrite")
+                          mode="ignore" if version is None else "overwrite",
+                          storage_options=storage.of(path).delta_options())
         version = delta.latest_version(path)
         removed, live = [], []
     else:
@@ -343,7 +384,8 @@ def _read(path, data_file, schema, without=None):
     """A mart file's rows as `schema`, its dictionary columns read as such; but those of the
     runs `without` (a string array), dropped a batch at a time as they are read."""
     encoded = [field.name for field in schema if pa.types.is_dictionary(field.type)]
-    source = pq.ParquetFile(path / data_file.path, read_dictionary=encoded)
+    source = pq.ParquetFile(delta.parquet_source(path / data_file.path),
+                            read_dictionary=encoded)
     batches = source.iter_batches()
     if without is not None:
         batches = (batch.filter(pc.invert(pc.is_in(batch["run"], value_set=without)))
@@ -360,8 +402,8 @@ def _files_holding(path, live, runs):
     return [f for f in live
             if (f.runs is None or None in f.runs
                 or any(f.runs[0] <= run <= f.runs[1] for run in names))
-            and pc.any(pc.is_in(pq.ParquetFile(path / f.path).read(columns=["run"])["run"],
-                                value_set=runs)).as_py()]
+            and pc.any(pc.is_in(pq.ParquetFile(delta.parquet_source(path / f.path)).read(
+                columns=["run"])["run"], value_set=runs)).as_py()]
 
 
 def files_to_merge(small, rows):
@@ -393,10 +435,11 @@ def _write(path, rows):
     is written from them, and read back as plain text (no Arrow schema stored)."""
     order = pc.sort_indices(rows, sort_keys=[("run", "ascending")])
     name = f"{uuid.uuid4().hex}.parquet"
-    with parquet_writer(path / name, rows.schema, store_schema=False) as writer:
-        for start in range(0, rows.num_rows, WRITE_ROWS):
-            writer.write_table(rows.take(order[start:start + WRITE_ROWS]))
+    with delta.written(path / name) as local:
+        with parquet_writer(local, rows.schema, store_schema=False) as writer:
+            for start in range(0, rows.num_rows, WRITE_ROWS):
+                writer.write_table(rows.take(order[start:start + WRITE_ROWS]))
+        size, sha256 = delta.file_digest(local)
     bounds = pc.min_max(rows["run"])
-    size, sha256 = delta.file_digest(path / name)
     return DataFile(name, None, None, None, rows.num_rows, size,
                     runs=(bounds["min"].as_py(), bounds["max"].as_py()), sha256=sha256)

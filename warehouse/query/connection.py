@@ -13,7 +13,10 @@ import concurrent.futures
 
 import duckdb
 
-from ..storage.integrity import EVENT_TABLES, check_counts, check_sizes, missing_file_error
+from ..storage.base import ChangedObject
+from ..storage.delta_log import changed_problem, size_problem
+from ..storage.integrity import (EVENT_TABLES, check_counts, check_sizes, file_error,
+                                 missing_file_error)
 from .define import define_library
 from .statements import confine
 from .table_sql import files_variable, table_view_sql
@@ -61,20 +64,32 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
 def _files(catalog, snapshot, runs, tables):
     """{table: the paths of its files} at `snapshot` (of `runs`, `tables`), their sizes and
     the event tables' row counts checked (see `connect`); of an object store's, the paths of
-    their local copies (see storage.objects)."""
+    their local copies (see `local_copies`)."""
     root = catalog.root
     paths = snapshot.paths(root, runs, tables)
-    check_sizes(root, snapshot, paths, runs)
+    if catalog.store.local:  # a stat per file; an object store's copies are checked instead
+        check_sizes(root, snapshot, paths, runs)
     if tables is None or (runs is None and set(tables) & set(EVENT_TABLES)):
         check_counts(root, snapshot, runs)
     if catalog.store.local:
         return paths
+    return local_copies(catalog, paths, snapshot.sizes(root, runs, tables))
+
+
+def local_copies(catalog, paths, sizes):
+    """{table: the local copies of its files} of an object store's `paths` ({table: [url]}),
+    each checked against its size in `sizes` (from the Delta log): a missing or changed
+    object is named as a local warehouse's file is."""
     copies = {}
     for table, files in paths.items():
         try:
-            copies[table] = catalog.store.local_copies(files)
+            copies[table] = catalog.store.local_copies(files, sizes[table])
         except FileNotFoundError:
-            raise missing_file_error(root, table, files) from None
+            raise missing_file_error(catalog.root, table, files) from None
+        except ChangedObject as changed:
+            url, found, recorded = changed.args
+            raise file_error(catalog.root, table, url,
+                             changed_problem(size_problem(found, recorded))) from None
     return copies
 
 

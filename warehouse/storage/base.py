@@ -59,6 +59,10 @@ class Location:
         return PurePosixPath(self.key).relative_to(PurePosixPath(other.key))
 
 
+class ChangedObject(Exception):
+    """An object whose size is not the one its commit recorded: (url, found, recorded)."""
+
+
 class Storage:
     """A backend: where a warehouse's objects are read and written (see the module)."""
 
@@ -91,6 +95,15 @@ class Storage:
 
     def put_file(self, source, where):
         """Copy the local file `source` to `where`, replacing what is there."""
+        raise NotImplementedError
+
+    def put_bytes(self, where, data):
+        """Write `data` as the object `where`, replacing what is there (a state file)."""
+        raise NotImplementedError
+
+    def unlink_within(self, root, relative):
+        """Delete the file `relative` of the folder `root` (never through a link); return its
+        size. FileNotFoundError when there is none."""
         raise NotImplementedError
 
     def names(self, where):

@@ -241,7 +241,8 @@ def _publish_unlocked(catalog, snapshot, kept, replaced, transaction, staging):
     """On an object store (no lock): each event table appended to at the first free version,
     then `traces`, made again from the newest pointer when another writer took its version:
     unless that writer recorded this transaction (a driver run twice at once: False, the
-    appends withdrawn) or conflicts (a WarehouseError, the appends withdrawn)."""
+    appends withdrawn) or conflicts (a WarehouseError, the appends withdrawn). Committed: the
+    files of the traces it replaced retired from the event tables (Catalog.retire_traces)."""
     appended, files = {}, {}
     try:
         for table in TABLES:
@@ -250,8 +251,8 @@ def _publish_unlocked(catalog, snapshot, kept, replaced, transaction, staging):
             adds = [f for trace in kept for f in trace.files.get(table, ())]
             if adds:
                 files[table] = {index: f for index, f in enumerate(adds)}
-                appended[table] = catalog._append(table, snapshot.versions[table],
-                                                  [delta.add_action(f) for f in adds], "WRITE")
+                appended[table] = catalog.append(table, snapshot.versions[table],
+                                                 [delta.add_action(f) for f in adds], "WRITE")
         now = snapshot
         while True:
             if now.versions[TRACES] != snapshot.versions[TRACES]:
@@ -269,9 +270,13 @@ def _publish_unlocked(catalog, snapshot, kept, replaced, transaction, staging):
                              [*_removes(catalog, now, kept, replaced, TRACES), *adds,
                               transaction.action()],
                              "WRITE", catalog.pointer(versions, now.seq + len(kept), rules))
-                return True
+                break
             except delta.VersionTaken:
                 now = catalog.snapshot()
     except BaseException:
         catalog._withdraw(appended, files)
         raise
+    for run in {trace.staged.run for trace in kept}:
+        catalog.retire_traces(run, set().union(*(replaced[trace.staged.trace_id] for trace in kept
+                                                  if trace.staged.run == run)), "WRITE")
+    return True

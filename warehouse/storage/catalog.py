@@ -140,6 +140,11 @@ class Snapshot:
         return self._each_table(root, lambda path, version: delta.live_paths(
             path, version, runs, self.trace_ids), tables)
 
+    def sizes(self, root, runs=None, tables=None):
+        """{table: [size of each live file]}, in the order of `paths`, from the Delta log."""
+        return self._each_table(root, lambda path, version: delta.live_sizes(
+            path, version, runs, self.trace_ids), tables)
+
     def _each_table(self, root, read, tables=None):
         # Tables of the snapshot only: a warehouse being created has some tables already
         # and no pointer yet (its snapshot is empty).
@@ -191,13 +196,6 @@ class Catalog:
 
     def __setstate__(self, state):
         self.__dict__.update(state, _lock=threading.RLock())
-
-    def check_local(self, command):
-        """Refuse a maintenance command on an object store, where it is not supported yet
-        (it would delete or rewrite files other writers' commits may name: no lock there)."""
-        if not self.store.local:
-            raise UsageError(f"{printable(str(self.root))}: `tracewh {command}` is not supported "
-                             "on an object store yet (ingest and every reader are)")
 
     def live_files(self, table, version, runs=None):
         """A table's live files at `version` (optionally of some runs only)."""
@@ -527,15 +525,48 @@ class Catalog:
         try:
             for table in TABLES:
                 if table != TRACES and files.get(table):
-                    appended[table] = self._append(
+                    appended[table] = self.append(
                         table, snapshot.versions[table],
                         [delta.add_action(f) for f in files[table].values()], "WRITE")
-            return self._commit_trace_row(staged, staging, snapshot, appended, replaced_ids)
+            version = self._commit_trace_row(staged, staging, snapshot, appended, replaced_ids)
         except BaseException:
             self._withdraw(appended, files)
             raise
+        self.retire_traces(staged.run, replaced_ids, "WRITE")
+        return version
 
-    def _append(self, table, version, actions, operation):
+    def retire_traces(self, run, trace_ids, operation):
+        """Remove the files of `trace_ids` (of `run`), which `traces` no longer holds, from
+        every other table of an object store, each at its first free version, then a pointer
+        past them: return how many files, from how many tables. Unread already (see
+        Snapshot.trace_ids): retired for `vacuum`, and for engines reading a table whole."""
+        files, versions = 0, {}
+        for name in [name for name in TABLES if name != TRACES] if trace_ids else ():
+            latest = delta.latest_version(self.table_path(name))
+            gone = [f for f in self.live_files(name, latest, [run]) if f.trace_id in trace_ids]
+            if gone:
+                versions[name] = self.append(name, latest, list(map(delta.remove_action, gone)),
+                                             operation)
+                files += len(gone)
+        self.advance_pointer(versions, operation)
+        return files, len(versions)
+
+    def advance_pointer(self, versions, operation):
+        """Commit a pointer to `traces` (an object store's, no lock) whose version of each
+        table is the newest of the newest pointer's and `versions`' ({table: version} this
+        writer committed), made again from the newest pointer until it wins a version."""
+        while versions:
+            now = self.snapshot()
+            merged = {table: max(version, versions.get(table, version))
+                      for table, version in now.versions.items()}
+            try:
+                delta.commit(self.table_path(TRACES), now.versions[TRACES] + 1, [], operation,
+                             self.pointer(merged, now.seq, now.class_rules))
+                return
+            except delta.VersionTaken:
+                continue
+
+    def append(self, table, version, actions, operation):
         """Commit `actions` as the version after `version`, or the first free one after it."""
         path = self.table_path(table)
         while True:
@@ -589,7 +620,7 @@ class Catalog:
         (unread anyway: no `traces` row names their trace), as far as the store lets it."""
         for table, version in appended.items():
             with contextlib.suppress(WarehouseError, OSError):
-                self._append(table, version,
+                self.append(table, version,
                              [delta.remove_action(f) for f in files[table].values()], "WITHDRAW")
 
 

@@ -14,12 +14,15 @@ most 99 commit files.
 """
 
 import concurrent.futures
+import contextlib
 import datetime
 import hashlib
 import json
 import re
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -102,6 +105,27 @@ def file_digest(path):
     with open(path, "rb") as handle:
         digest = hashlib.file_digest(handle, "sha256")
         return handle.tell(), digest.hexdigest()
+
+
+def parquet_source(where):
+    """What pyarrow opens a data file at `where` from: its local path, or an object's bytes
+    (the files tracewh rewrites, a mart's or a trace's, are small)."""
+    if isinstance(where, storage.Location):
+        return pa.BufferReader(storage.of(where).read_bytes(where))
+    return where
+
+
+@contextlib.contextmanager
+def written(where):
+    """A local path to write the data file `where` at: `where` itself, or for an object
+    store a temporary file, uploaded as `where` when the block ends without an error."""
+    if not isinstance(where, storage.Location):
+        yield where
+        return
+    with tempfile.TemporaryDirectory(prefix="tracewh-") as folder:
+        local = Path(folder) / where.name
+        yield local
+        storage.of(where).put_file(local, where)
 
 
 def recorded_hashes(path, version):
@@ -294,6 +318,13 @@ def live_paths(path, version, runs=None, trace_ids=None):
     prefix = f"{path}/"
     return [prefix + name for name in
             of_traces(add_actions(path, version, runs), trace_ids)["path"].to_pylist()]
+
+
+def live_sizes(path, version, runs=None, trace_ids=None):
+    """The sizes of the files `live_paths` lists, in its order, as their add actions
+    recorded them: what an object store's files are checked against without a request each
+    (see objects.ObjectStorage.local_copies)."""
+    return of_traces(add_actions(path, version, runs), trace_ids)["size_bytes"].to_pylist()
 
 
 def of_traces(actions, trace_ids):

@@ -5,6 +5,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+from . import links
 from .base import Storage
 
 
@@ -41,6 +42,12 @@ class LocalStorage(Storage):
     def put_file(self, source, where):
         Path(where).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, where)
+
+    def put_bytes(self, where, data):
+        links.write_text(where, data.decode())
+
+    def unlink_within(self, root, relative):
+        return links.unlink_within(root, relative)
 
     def names(self, where):
         try:

@@ -21,6 +21,7 @@ write through.
 """
 
 import concurrent.futures
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -30,7 +31,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import WarehouseError, printable
-from .base import Location, Storage
+from .base import ChangedObject, Location, Storage
 
 # S3's codes for a request it refused for its credentials
 _DENIED = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
@@ -94,6 +95,18 @@ class ObjectStorage(Storage):
         with open(source, "rb") as handle:
             self._call("put_object", where, Key=where.key, Body=handle)
 
+    def put_bytes(self, where, data):
+        self._call("put_object", where, Key=where.key, Body=data)
+
+    def unlink_within(self, root, relative):
+        if ".." in str(relative).split("/"):
+            raise WarehouseError(f"{printable(str(root))}/{printable(str(relative))}: a path "
+                                 "leaving its table")
+        where = root / relative
+        size = self.size(where)
+        self.delete(where)
+        return size
+
     def names(self, where):
         names = []
         paginator = self.client.get_paginator("list_objects_v2")
@@ -114,29 +127,40 @@ class ObjectStorage(Storage):
         """delta-rs reads the same AWS variables itself; the region it needs set."""
         return {"AWS_REGION": _region()}
 
-    def local_copies(self, urls):
+    def local_copies(self, urls, sizes):
         """Local copies of the objects `urls` (s3://bucket/key of this bucket), downloaded
         once into the cache (see `cache_dir`) on 8 threads: what DuckDB reads. A warehouse's
         data files are immutable (every name is its trace's, new to its ingest), so a copy
         is the object for good; DuckDB reading them over fsspec instead made 2,562 requests,
-        55 s of a 76 s `diff` of two 8-rank runs, for 0.4 MB of Parquet."""
-        cache = cache_dir() / self.bucket
+        55 s of a 76 s `diff` of two 8-rank runs, for 0.4 MB of Parquet. Each copy is
+        checked against its size in `sizes` (its add action's, from the Delta log: no
+        request per file): an object of another size is not cached, and raises
+        ChangedObject (a cached copy of another size is downloaded again)."""
+        cache = self.copy_of(Location("s3", self.bucket, ""))
 
-        def fetch(url):
+        def fetch(url, size):
             key = url.split("://", 1)[1].split("/", 1)[1]
-            copy = cache / key
+            copy = self.copy_of(Location("s3", self.bucket, key))
             if not copy.resolve().is_relative_to(cache.resolve()) or ".." in key.split("/"):
                 raise WarehouseError(f"{printable(url)}: a file name that leaves its table")
-            if not copy.exists():
-                data = self.read_bytes(Location("s3", self.bucket, key))
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                temporary = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}.tmp")
-                temporary.write_bytes(data)
-                os.replace(temporary, copy)
+            with contextlib.suppress(FileNotFoundError):
+                if copy.stat().st_size == size:
+                    return str(copy)
+            data = self.read_bytes(Location("s3", self.bucket, key))
+            if len(data) != size:
+                raise ChangedObject(url, len(data), size)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            temporary = copy.with_name(f".{copy.name}.{uuid.uuid4().hex}.tmp")
+            temporary.write_bytes(data)
+            os.replace(temporary, copy)
             return str(copy)
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:  # botocore's client: shareable
-            return list(pool.map(fetch, urls))
+            return list(pool.map(fetch, urls, sizes))
+
+    def copy_of(self, where):
+        """Where the local copy of `where` (an object, or a folder's) is kept."""
+        return cache_dir() / self.bucket / where.key
 
     # -- requests and their errors -----------------------------------------------------------
 

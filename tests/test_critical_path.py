@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _best_edges, _best_edges_reference,
+                                          _call_stack_edges, _call_stack_edges_reference,
                                           _longest_path, _walk, path_table)
 from tracewh.ingest.decoder import native_available
 
@@ -156,6 +157,31 @@ def test_native_best_edges_are_the_reference_edge_for_edge(graph, spread):
     weight = np.array([w * spread if w > 15 else w for _, _, w in edges], np.int64)
     via, end = _best_edges(size, src, dst, weight)
     assert (list(via), end) == _best_edges_reference(size, src, dst, weight)
+
+
+@st.composite
+def host_events(draw):
+    """Host events as _Host orders them: per thread, by start then longer first; nested,
+    overlapping, touching and equal events, some blocking."""
+    rows = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 12),
+                                   st.booleans()), max_size=30))
+    rows.sort(key=lambda row: (row[0], row[1], -row[2]))
+    thread, start, duration, blocking = (np.array([row[i] for row in rows], dtype)
+                                         for i, dtype in enumerate((np.int64, np.int64,
+                                                                    np.int64, bool)))
+    return thread, start, start + duration, blocking
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=host_events())
+@example(events=(np.array([0, 0, 0, 1]), np.array([0, 1, 5, 0]), np.array([9, 5, 9, 3]),
+                 np.array([False, True, False, False])))  # nested, closing, next thread
+def test_native_call_stack_edges_are_the_reference_edge_for_edge(events):
+    """The native call-stack pass gives the Python reference's edges, in its order (the
+    longest path takes the first of equal edges, so the order is part of the result)."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    assert _call_stack_edges(*events).tolist() == _call_stack_edges_reference(*events).tolist()
 
 
 @settings(max_examples=200, deadline=None)

@@ -130,6 +130,7 @@ fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
     module.add_function(wrap_pyfunction!(best_edges, module)?)?;
+    module.add_function(wrap_pyfunction!(graph::call_stack_edges_of, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())
 }

@@ -254,37 +254,59 @@ class _Syncs:
                  for a in args]
         self.source = _recorded_work(host, work, waits, devices)
         self.target = np.full(len(self.call), -1, np.int64)
-        for s in np.flatnonzero(self.kind == STREAM_WAIT).tolist():
-            self.target[s] = _next_launch(host, work, int(self.call[s]), int(self.stream[s]))
+        waiting = np.flatnonzero(self.kind == STREAM_WAIT).tolist()
+        groups = _launch_groups(work, host.queues[work.launch], host.thread[work.launch],
+                                work.stream) if waiting else {}
+        for s in waiting:
+            self.target[s] = _next_launch(host, work, int(self.call[s]), int(self.stream[s]),
+                                          groups)
 
 
 def _recorded_work(host, work, waits, devices):
     """For each sync waiting on a cudaEventRecord ((its correlation, stream) of `waits`, on
     the sync's device): the last work launched onto that stream by a LAUNCHES call starting
-    before the record's call (-1: none)."""
+    before the record's call, the last in work order of equal ones (-1: none)."""
     found = np.full(len(waits), -1, np.int64)
     records = {int(host.correlation[row]): row for row in
                np.flatnonzero(host.names == "cudaEventRecord").tolist()}
-    counted = host.queues[work.launch]
+    if not any(isinstance(record, int) for record, _ in waits):
+        return found
+    by_stream = _launch_groups(work, host.queues[work.launch], work.stream)
     for s, ((record, stream), device) in enumerate(zip(waits, devices)):
         row = records.get(record) if isinstance(record, int) else None
         code = work.stream_code.get((device, stream)) if isinstance(stream, int) else None
-        if row is None or code is None:
+        if row is None or code not in by_stream:
             continue
-        before = np.flatnonzero((work.stream == code) & counted
-                                & (work.launch_ts <= host.ts[row]))
-        if len(before):  # the latest launch, the last of equal ones
-            found[s] = before[np.lexsort((before, work.launch_ts[before]))[-1]]
+        times, rows = by_stream[code]
+        before = np.searchsorted(times, host.ts[row], side="right")
+        found[s] = rows[before - 1] if before else -1
     return found
 
 
-def _next_launch(host, work, call, stream):
-    """The first work launched onto `stream` by a LAUNCHES call on the thread of host row
-    `call` at or after its start (-1: none)."""
-    after = np.flatnonzero((work.stream == stream) & host.queues[work.launch]
-                           & (host.thread[work.launch] == host.thread[call])
-                           & (work.launch_ts >= host.ts[call]))
-    return int(after[np.argmin(work.launch_ts[after])]) if len(after) else -1
+def _next_launch(host, work, call, stream, groups):
+    """The first work (in work order of equal ones) launched onto `stream` by a LAUNCHES call
+    on the thread of host row `call` at or after its start (-1: none); `groups`:
+    _launch_groups by (thread, stream)."""
+    times, rows = groups.get((int(host.thread[call]), stream), ((), ()))
+    after = np.searchsorted(times, host.ts[call]) if len(times) else 0
+    return int(rows[after]) if after < len(rows) else -1
+
+
+def _launch_groups(work, counted, *keys):
+    """{key: (launch times ascending, the work's rows in that order, ties in work order)} of
+    the work launched by a LAUNCHES call (`counted`), grouped by the values of `keys` (a
+    key a value, or a tuple of values for several)."""
+    rows = np.flatnonzero(counted)
+    rows = rows[np.lexsort((rows, work.launch_ts[rows], *(k[rows] for k in reversed(keys))))]
+    values = np.stack([k[rows] for k in keys], axis=1) if len(rows) else np.zeros((0, 1))
+    edges = np.flatnonzero(np.any(values[1:] != values[:-1], axis=1)) + 1
+    groups = {}
+    for first, last in zip([0, *edges.tolist()], [*edges.tolist(), len(rows)]):
+        if first < last:
+            key = tuple(int(v) for v in values[first])
+            members = rows[first:last]
+            groups[key if len(keys) > 1 else key[0]] = (work.launch_ts[members], members)
+    return groups
 
 
 def _launches(host, correlation):

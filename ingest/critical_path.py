@@ -27,6 +27,21 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   at the start of what it launched, over the whole trace) and the previous work on the stream
   ended before the launch; else from the end of the previous work on the stream (the
   kernel-kernel delay);
+- graph launches (GRAPH_LAUNCHES, where HTA connects nothing): the first work of a launch
+  on each stream has the launch delay from the call's start when the stream's previous work
+  ended before the call, else the kernel-kernel delay as any work; the launch delay is
+  attributed to the call (a stored row with event_table runtime), not to no event;
+- sync edges, weighing 0, from the GPU's records of synchronisations (cuda_sync events with a
+  runtime call), taken in the order of their ends among the work in start order: a Context
+  Sync links the end of the last work so far on every stream to the end of its call
+  (cudaDeviceSynchronize), a Stream Sync that of its stream's (cudaStreamSynchronize), an
+  Event Sync that of the work its event waits for (cudaEventSynchronize): the last work
+  launched onto the event's stream before the cudaEventRecord it names. A Stream Wait Event
+  (cudaStreamWaitEvent) links the end of the work its event waits for to the start of the
+  next work launched onto its stream from the call's thread, and that work then has a
+  launch delay only when the awaited work ended before its launch, a kernel-kernel delay
+  only when it ended before the previous work on the stream. An edge that would go back in
+  time is left out (it could close a cycle);
 - the path: the longest path of the graph (nodes in a topological order, each taking its
   best incoming edge; a path whose length would be negative starts afresh);
 - each path edge is attributed to an event (the start's event for an edge leaving a start,
@@ -34,7 +49,8 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   delay to the earlier work) and classified: launch delay gpu_kernel_launch_overhead,
   kernel-kernel delay gpu_kernel_kernel_overhead, host events cpu_bound, GPU work
   gpu_communication_bound when the default kernel rules class it communication, else
-  gpu_compute_bound. The zero-weight links (between top-level events) are not stored;
+  gpu_compute_bound. The zero-weight links (between top-level events) and sync edges are not
+  stored;
 - the segments (rows with `segment_of`, the communication kernel's event_index): for each
   communication kernel of the window, the best path into its start (each node's best incoming
   edge, walked back), back to and with the first communication kernel met. What the job's
@@ -43,9 +59,10 @@ critical_path_analysis.py), written here with numpy and one linear pass:
 
 Where tracewh differs from HTA, on purpose: communication is tracewh's class (DeepEP, RCCL,
 symmetric memory count; HTA matches `^nccl.*Kernel` only), times are integer ns (HTA rounds
-to us), CPU-only traces get their CPU path (HTA fails), and context, stream and event
-synchronisations (cuda_sync events) add no edges yet.
+to us), CPU-only traces get their CPU path (HTA fails).
 """
+
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -69,10 +86,19 @@ BLOCKING = frozenset((
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
     "cudaMemcpy", "cudaMemcpyAsync"))
 WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# Calls that launch a whole CUDA/HIP graph: HTA leaves their work unconnected to them (its
+# issue 290), tracewh gives each stream's first work of the launch a launch delay.
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch")
+# The GPU's records of synchronisations (cuda_sync events), by the edges they add: a context
+# sync waits for every stream, a stream sync for one, an event sync for the work before the
+# event's record, a stream wait event holds a stream's next work until that work is done.
+SYNCS = {"Context Sync": 0, "Stream Sync": 1, "Event Sync": 2, "Stream Wait Event": 3}
+CONTEXT_SYNC, STREAM_SYNC, EVENT_SYNC, STREAM_WAIT = range(4)
 
 # Edge kinds: time spent in an event, a zero-weight link between top-level events, a launch
-# delay, a kernel-kernel delay, a zero-weight span (into a blocking call's end).
-SPAN, LINK, LAUNCH, GAP, WAIT = range(5)
+# delay, a kernel-kernel delay, a zero-weight span (into a blocking call's end), a
+# zero-weight synchronisation (GPU work's end -> the waiting call's end or work's start).
+SPAN, LINK, LAUNCH, GAP, WAIT, SYNC = range(6)
 KIND_CLASS = {LAUNCH: "gpu_kernel_launch_overhead", GAP: "gpu_kernel_kernel_overhead"}
 
 # The staged columns path_table reads.
@@ -80,27 +106,35 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
            "runtime": ["event_index", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation"],
            "kernels": ["event_index", "category", "name_id", "ts_ns", "dur_ns", "device",
                        "stream", "correlation"]}
+# The staged columns of the synchronisations (kernels rows of category cuda_sync), read apart:
+# their args are not read for the other GPU activity.
+SYNC_COLUMNS = ["event_index", "name", "ts_ns", "dur_ns", "device", "stream", "correlation",
+                "args"]
 
 
 def measure(staging, parts, trace_id, kernel_names):
     """path_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
-    return path_table(read_staged(staging, parts, COLUMNS), trace_id, kernel_names)
+    staged = read_staged(staging, parts, COLUMNS)
+    staged["syncs"] = read_staged(staging, parts, {"kernels": SYNC_COLUMNS},
+                                  [("category", "=", "cuda_sync")])["kernels"]
+    return path_table(staged, trace_id, kernel_names)
 
 
 def path_table(staged, trace_id, kernel_names):
     """The trace's critical_path_edges rows (None when it has no host node event), from its
-    staged tables ({table: at least COLUMNS}) and its kernel_names table (None: no GPU
-    activity)."""
+    staged tables ({table: at least COLUMNS}, and "syncs": its cuda_sync rows' SYNC_COLUMNS,
+    absent: none) and its kernel_names table (None: no GPU activity)."""
     host = _Host(staged["cpu_ops"], staged["runtime"])
     if not host.size:
         return None
     work = _Work(staged["kernels"], kernel_names, host)
+    syncs = _Syncs(staged.get("syncs"), host, work)
     windows = _steps(staged["cpu_ops"]) or [
         (None, None, int(host.ts.min()), int(host.end.max()))]
     schema = TABLES["critical_path_edges"].schema
     parts = []
     for _, step, start, end in windows:
-        path = _Graph(host, work, start, end).path()
+        path = _Graph(host, work, syncs, start, end).path()
         size = len(path["ns"])
         valid = pa.array(path.pop("valid"))
         columns = {"trace_id": pa.array([trace_id] * size, pa.string()),
@@ -165,6 +199,7 @@ class _Work:
         order = np.lexsort((_array(kernels["event_index"])[keep], ts))
         self.launch = launch[keep][order]
         self.launch_ts = host.ts[self.launch]
+        self.graph = np.isin(host.names[self.launch], GRAPH_LAUNCHES)
         self.by_launch = np.argsort(self.launch_ts, kind="stable")
         self.ordered_launches = self.launch_ts[self.by_launch]
         self.ts = ts[order]
@@ -172,8 +207,11 @@ class _Work:
         self.index = _array(kernels["event_index"])[keep][order]
         pairs = np.stack([_array(kernels["device"])[keep][order],
                           _array(kernels["stream"])[keep][order]], axis=1)
-        self.stream = (np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
-                       if len(pairs) else np.zeros(0, np.int64))
+        streams, self.stream = (np.unique(pairs, axis=0, return_inverse=True) if len(pairs)
+                                else (pairs, np.zeros(0, np.int64)))
+        self.stream = self.stream.reshape(-1)
+        self.stream_code = {(int(device), int(stream)): code
+                            for code, (device, stream) in enumerate(streams.tolist())}
         self.queue_at_launch, self.queue_at_start = _queues(
             host.ts[self.launch], self.ts, self.stream, host.queues[self.launch])
         names, classes = _names(kernel_names)
@@ -184,6 +222,91 @@ class _Work:
         self.classes = np.asarray([classes.get((category, name_id), "gpu_compute_bound")
                                    for category, name_id in zip(categories, ids.tolist())],
                                   dtype=object)
+
+
+class _Syncs:
+    """The trace's synchronisations with a runtime call (HTA's rules): each one's kind, call (a
+    row of _Host), stream (a code of _Work's streams, -1: none), the work it waits for (a row
+    of _Work, -1: none; event syncs and stream wait events: the last work launched onto the
+    event's stream by a LAUNCHES call before the cudaEventRecord the sync names) and, for a
+    stream wait event, the work it holds (the first launched onto its stream from the
+    cudaStreamWaitEvent's thread at or after the call, -1: none); in the order of their
+    ends (the GPU's record of a sync may outlast work it overlaps)."""
+
+    def __init__(self, table, host, work):
+        if table is None:
+            table = pa.table({name: pa.array([], TABLES["kernels"].schema.field(name).type)
+                              for name in SYNC_COLUMNS})
+        table = table.filter(pc.and_(pc.is_in(table["name"], pa.array(list(SYNCS))),
+                                     pc.is_valid(table["dur_ns"])))
+        call = _launches(host, _array(table["correlation"]))
+        keep = call >= 0
+        end = (_array(table["ts_ns"]) + _array(table["dur_ns"]))[keep]
+        order = np.lexsort((_array(table["event_index"])[keep], end))
+        table = table.filter(pa.array(keep)).take(pa.array(order))
+        self.call, self.end = call[keep][order], end[order]
+        self.kind = np.asarray([SYNCS[name] for name in table["name"].to_pylist()], np.int64)
+        devices, streams = table["device"].to_pylist(), table["stream"].to_pylist()
+        self.stream = np.asarray([work.stream_code.get((device, stream), -1)
+                                  for device, stream in zip(devices, streams)], np.int64)
+        args = [json.loads(text) if text else {} for text in table["args"].to_pylist()]
+        waits = [(a.get("wait_on_cuda_event_record_corr_id"), a.get("wait_on_stream"))
+                 for a in args]
+        self.source = _recorded_work(host, work, waits, devices)
+        self.target = np.full(len(self.call), -1, np.int64)
+        waiting = np.flatnonzero(self.kind == STREAM_WAIT).tolist()
+        groups = _launch_groups(work, host.queues[work.launch], host.thread[work.launch],
+                                work.stream) if waiting else {}
+        for s in waiting:
+            self.target[s] = _next_launch(host, work, int(self.call[s]), int(self.stream[s]),
+                                          groups)
+
+
+def _recorded_work(host, work, waits, devices):
+    """For each sync waiting on a cudaEventRecord ((its correlation, stream) of `waits`, on
+    the sync's device): the last work launched onto that stream by a LAUNCHES call starting
+    before the record's call, the last in work order of equal ones (-1: none)."""
+    found = np.full(len(waits), -1, np.int64)
+    records = {int(host.correlation[row]): row for row in
+               np.flatnonzero(host.names == "cudaEventRecord").tolist()}
+    if not any(isinstance(record, int) for record, _ in waits):
+        return found
+    by_stream = _launch_groups(work, host.queues[work.launch], work.stream)
+    for s, ((record, stream), device) in enumerate(zip(waits, devices)):
+        row = records.get(record) if isinstance(record, int) else None
+        code = work.stream_code.get((device, stream)) if isinstance(stream, int) else None
+        if row is None or code not in by_stream:
+            continue
+        times, rows = by_stream[code]
+        before = np.searchsorted(times, host.ts[row], side="right")
+        found[s] = rows[before - 1] if before else -1
+    return found
+
+
+def _next_launch(host, work, call, stream, groups):
+    """The first work (in work order of equal ones) launched onto `stream` by a LAUNCHES call
+    on the thread of host row `call` at or after its start (-1: none); `groups`:
+    _launch_groups by (thread, stream)."""
+    times, rows = groups.get((int(host.thread[call]), stream), ((), ()))
+    after = np.searchsorted(times, host.ts[call]) if len(times) else 0
+    return int(rows[after]) if after < len(rows) else -1
+
+
+def _launch_groups(work, counted, *keys):
+    """{key: (launch times ascending, the work's rows in that order, ties in work order)} of
+    the work launched by a LAUNCHES call (`counted`), grouped by the values of `keys` (a
+    key a value, or a tuple of values for several)."""
+    rows = np.flatnonzero(counted)
+    rows = rows[np.lexsort((rows, work.launch_ts[rows], *(k[rows] for k in reversed(keys))))]
+    values = np.stack([k[rows] for k in keys], axis=1) if len(rows) else np.zeros((0, 1))
+    edges = np.flatnonzero(np.any(values[1:] != values[:-1], axis=1)) + 1
+    groups = {}
+    for first, last in zip([0, *edges.tolist()], [*edges.tolist(), len(rows)]):
+        if first < last:
+            key = tuple(int(v) for v in values[first])
+            members = rows[first:last]
+            groups[key if len(keys) > 1 else key[0]] = (work.launch_ts[members], members)
+    return groups
 
 
 def _launches(host, correlation):
@@ -239,6 +362,13 @@ def _names(kernel_names):
     return names, classes
 
 
+def _positions(rows, values):
+    """The position in `rows` (ascending) of each of `values`, -1 where it is not there."""
+    found = np.minimum(np.searchsorted(rows, values), max(len(rows) - 1, 0))
+    return np.where((values >= 0) & (len(rows) > 0) & (rows[found] == values)
+                    if len(rows) else False, found, -1)
+
+
 def _within(by_time, ordered, start, end):
     """The rows (ascending) whose time is in [start, end]: `by_time` the rows in time order,
     `ordered` their times."""
@@ -250,14 +380,13 @@ class _Graph:
     """The graph of one window: node 2i is the start of event i, 2i+1 its end (the window's
     host events first, then its GPU work); edges as parallel lists."""
 
-    def __init__(self, host, work, start, end):
-        self.host, self.work = host, work
+    def __init__(self, host, work, syncs, start, end):
+        self.host, self.work, self.syncs = host, work, syncs
         self.rows = _within(host.by_start, host.ordered_starts, start, end)
         self.work_rows = _within(work.by_launch, work.ordered_launches, start, end)
         self.launch_node = 2 * np.searchsorted(self.rows, work.launch[self.work_rows])
         self.base = 2 * len(self.rows)
-        self.edges = []  # (src, dst, kind, attributed event)
-        self._edge = self.edges.append
+        self.edges = []  # arrays of rows (src, dst, kind, attributed event)
         self._call_stacks()
         self._gpu()
         self.times = np.concatenate([
@@ -267,64 +396,74 @@ class _Graph:
         self.size = len(self.times)
 
     def _call_stacks(self):
-        """Each thread's chains of nested events (see the module's docstring); an event is
-        attributed as position i (host) or base + j (work)."""
+        """Each thread's chains of nested events (see the module's docstring)."""
         host = self.host
-        threads, ends = host.thread[self.rows].tolist(), host.end[self.rows].tolist()
-        starts, blocking = host.ts[self.rows].tolist(), host.blocking[self.rows].tolist()
-        stack, last, top_end, thread = [], None, None, None
-        for i, (t, ts) in enumerate(zip(threads, starts)):
-            if t != thread:
-                while stack:
-                    last, top_end = self._exit(stack, last, blocking)
-                thread, top_end = t, None
-            while stack and ends[stack[-1]] <= ts:
-                last, top_end = self._exit(stack, last, blocking)
-            if not stack and top_end is not None:
-                self._edge((top_end, 2 * i, LINK, -1))
-            if last is not None:
-                self._edge((last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1]))
-            stack.append(i)
-            last = 2 * i
-        while stack:
-            last, top_end = self._exit(stack, last, blocking)
-
-    def _exit(self, stack, last, blocking):
-        """Close the innermost open event: the edge into its end; (the new last node, the
-        end of the top-level event when it closed one, else None)."""
-        i = stack.pop()
-        self._edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
-                    last // 2 if last % 2 == 0 else i))
-        return (2 * i + 1, None) if stack else (None, 2 * i + 1)
+        self.edges.append(_call_stack_edges(host.thread[self.rows], host.ts[self.rows],
+                                            host.end[self.rows], host.blocking[self.rows]))
 
     def _gpu(self):
-        """The GPU work's spans, launch delays and kernel-kernel delays."""
-        work, base = self.work, self.base
+        """The GPU work's spans, launch delays, kernel-kernel delays and synchronisations,
+        the work in start order and the syncs (whose call is in the window) by their ends."""
+        work, base, syncs = self.work, self.base, self.syncs
         launch_ts = self.host.ts[self.rows[self.launch_node // 2]].tolist()
         rows = self.work_rows
         streams = work.stream[rows].tolist()
         at_launch = work.queue_at_launch[rows].tolist()
         at_start = work.queue_at_start[rows].tolist()
         ends = work.end[rows].tolist()
-        last = {}
-        for j, stream in enumerate(streams):
-            node = base + 2 * j
-            self._edge((node, node + 1, SPAN, node // 2))
-            previous = last.get(stream)
-            if (at_launch[j] == 1 and at_start[j] == 0
-                    and (previous is None or ends[previous] < launch_ts[j])):
-                self._edge((int(self.launch_node[j]), node, LAUNCH, -1))
-            elif previous is not None:
-                self._edge((base + 2 * previous + 1, node, GAP, base // 2 + previous))
-            last[stream] = j
+        calls = _positions(self.rows, syncs.call)
+        in_window = np.flatnonzero(calls >= 0)
+        sources, targets = _positions(rows, syncs.source), _positions(rows, syncs.target)
+        order = np.lexsort((np.arange(len(rows) + len(in_window)),
+                            np.concatenate([np.ones(len(rows), np.int64),
+                                            np.zeros(len(in_window), np.int64)]),
+                            np.concatenate([work.ts[rows], syncs.end[in_window]])))
+        call_end, call_end_ts = (2 * calls + 1).tolist(), self.host.end[syncs.call].tolist()
+        kinds, sync_streams = syncs.kind.tolist(), syncs.stream.tolist()
+        sources, targets = sources.tolist(), targets.tolist()
+        graph, launches = work.graph[rows].tolist(), work.launch[rows].tolist()
+        last, held, edges, graph_streams = {}, {}, [], set()
+        for k in order.tolist():
+            if k >= len(rows):  # a sync
+                s = int(in_window[k - len(rows)])
+                if kinds[s] == STREAM_WAIT:
+                    if targets[s] >= 0 and sources[s] >= 0:
+                        held[targets[s]] = sources[s]
+                    continue
+                waited = (list(last.values()) if kinds[s] == CONTEXT_SYNC else
+                          [last.get(sync_streams[s])] if kinds[s] == STREAM_SYNC else
+                          [sources[s]] if sources[s] >= 0 else [])
+                for j in waited:
+                    if j is not None and ends[j] <= call_end_ts[s]:
+                        edges.append((base + 2 * j + 1, call_end[s], SYNC, -1))
+                continue
+            j, node = k, base + 2 * k
+            edges.append((node, node + 1, SPAN, node // 2))
+            previous, source = last.get(streams[j]), held.pop(j, None)
+            if source is not None and ends[source] <= work.ts[rows[j]]:
+                edges.append((base + 2 * source + 1, node, SYNC, -1))
+            else:
+                source = None
+            first_of_graph = graph[j] and (launches[j], streams[j]) not in graph_streams
+            if first_of_graph:
+                graph_streams.add((launches[j], streams[j]))
+            if ((at_launch[j] == 1 and at_start[j] == 0 or first_of_graph)
+                    and (previous is None or ends[previous] < launch_ts[j])
+                    and (source is None or ends[source] < launch_ts[j])):
+                launch = int(self.launch_node[j])  # a graph's: attributed to its launch
+                edges.append((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
+            elif previous is not None and (source is None or ends[source] < ends[previous]):
+                edges.append((base + 2 * previous + 1, node, GAP, base // 2 + previous))
+            last[streams[j]] = j
+        self.edges.append(np.asarray(edges, np.int64).reshape(-1, 4))
 
     def path(self):
         """The path's edges in order, then each communication kernel's segment: {column:
         array} of the rows' columns but trace_id, step and seq, and "valid" (the row has an
         event); `seq` restarts at 0 with each segment."""
-        self.src, self.dst, self.kind, self.attributed = src, dst, kind, _ = np.asarray(
-            self.edges, np.int64).reshape(-1, 4).T
-        self.weight = np.where((kind == LINK) | (kind == WAIT), 0,
+        self.src, self.dst, self.kind, self.attributed = src, dst, kind, _ = np.concatenate(
+            self.edges).T
+        self.weight = np.where((kind == LINK) | (kind == WAIT) | (kind == SYNC), 0,
                                self.times[dst] - self.times[src]) if len(src) else src
         via, end = _best_edges(self.size, src, dst, self.weight)
         parts = [(_walk(via, src, end), None)]
@@ -333,7 +472,8 @@ class _Graph:
             == "gpu_communication_bound"
         for node in src[comm].tolist():
             parts.append((_walk(via, src, node, stop=comm), node))
-        rows = [self._rows(edges[kind[edges] != LINK], node) for edges, node in parts]
+        rows = [self._rows(edges[(kind[edges] != LINK) & (kind[edges] != SYNC)], node)
+                for edges, node in parts]
         return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
 
     def _rows(self, edges, segment_node):
@@ -383,6 +523,57 @@ def _walk(via, src, node, stop=None):
     return np.asarray(path[::-1], np.int64)
 
 
+def _call_stack_edges(thread, start, end, blocking):
+    """The call-stack edges, rows (src, dst, kind, attributed event), of host events in the
+    order of _Host (int64 thread codes, starts and ends, bool blocking): by the native core
+    when it is available (its per-event loop in Python was ~1.7 s of the 254 MB trace's
+    ingest), else by the reference."""
+    if native_available():
+        columns = [np.ascontiguousarray(values, np.int64).tobytes()
+                   for values in (thread, start, end)]
+        edges = _decode.call_stack_edges_of(*columns, np.asarray(blocking, np.uint8).tobytes())
+        return np.stack([np.frombuffer(column, np.int64) for column in edges], axis=1)
+    return _call_stack_edges_reference(thread, start, end, blocking)
+
+
+def _call_stack_edges_reference(thread, start, end, blocking):
+    """`_call_stack_edges` in Python, the reference the native one is tested against: per
+    thread, an event is inside the last open one not ended by its start; a top-level event
+    is a chain start -> each child's start and end -> its end (the edge into a blocking
+    call's end a WAIT), and its end links to the next top-level event's start. An edge is
+    attributed to the event whose start it leaves, else to the one whose end it enters,
+    else to the enclosing event."""
+    threads, ends = thread.tolist(), end.tolist()
+    starts, blocking = start.tolist(), blocking.tolist()
+    edges = []
+    edge = edges.append
+
+    def close(stack, last):
+        # the edge into the innermost open event's end; (new last node, top-level end)
+        i = stack.pop()
+        edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
+              last // 2 if last % 2 == 0 else i))
+        return (2 * i + 1, None) if stack else (None, 2 * i + 1)
+
+    stack, last, top_end, current = [], None, None, None
+    for i, (t, ts) in enumerate(zip(threads, starts)):
+        if t != current:
+            while stack:
+                last, top_end = close(stack, last)
+            current, top_end = t, None
+        while stack and ends[stack[-1]] <= ts:
+            last, top_end = close(stack, last)
+        if not stack and top_end is not None:
+            edge((top_end, 2 * i, LINK, -1))
+        if last is not None:
+            edge((last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1]))
+        stack.append(i)
+        last = 2 * i
+    while stack:
+        last, top_end = close(stack, last)
+    return np.asarray(edges, np.int64).reshape(-1, 4)
+
+
 def _longest_path(size, src, dst, weight):
     """The edges (indices) of a longest path of the DAG of `size` nodes and edges src -> dst
     of `weight`, in order (see _best_edges)."""
@@ -409,8 +600,8 @@ def _best_edges_reference(size, src, dst, weight):
     topological order (Kahn's, the ready nodes a stack), each taking its best incoming edge
     (the first of equal ones) unless its length would be negative; the path ends at the
     first node of greatest length. The graphs of _Graph have no cycle: host edges follow
-    each thread's order, GPU edges the work's start order, and no edge leads from the GPU
-    to the host."""
+    each thread's order, GPU edges the work's start order, and the sync edges from the GPU
+    to the host go forward in time."""
     if not len(src):
         return [-1] * size, -1
     order = np.argsort(src, kind="stable")

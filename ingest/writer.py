@@ -83,13 +83,15 @@ class PartFiles:
         self.close()
 
 
-def read_staged(directory, parts, columns):
+def read_staged(directory, parts, columns, filters=None):
     """{table: its staged parts' `columns`} for {table: columns} (parts: {table: part
     numbers}), each one table (empty, typed, where the trace has no part): what the
-    per-trace tables measured after the chunks (step_time, op_time) read back, once."""
+    per-trace tables measured after the chunks (step_time, op_time) read back, once; only
+    the rows that pass `filters` (pyarrow.parquet's, on every table) when given."""
     read = {}
     for name, wanted in columns.items():
-        tables = [pq.read_table(directory / staged_name(name, part), columns=wanted)
+        tables = [pq.read_table(directory / staged_name(name, part), columns=wanted,
+                                filters=filters)
                   for part in parts.get(name, ())]
         schema = TABLES[name].schema
         read[name] = (pa.concat_tables(tables) if tables else

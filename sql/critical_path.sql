@@ -147,23 +147,41 @@ edges AS MATERIALIZED (
          start_ns, end_ns, name, event_table, event_index
   FROM kept
 ),
+groups AS MATERIALIZED (
+  -- each walk's parts, one per depth and part: their rows' seq run on from `first`
+  SELECT run, phase, step, origin, depth, part, count(*) AS n, min(seq) AS first,
+         sum(ns) AS ns
+  FROM edges
+  GROUP BY run, phase, step, origin, depth, part
+),
 chosen AS (
   SELECT run, phase, step, origin
   FROM (
     SELECT run, phase, step, origin,
            row_number() OVER (PARTITION BY run, phase, step
                               ORDER BY sum(ns) DESC, origin) AS place
-    FROM edges
+    FROM groups
     GROUP BY run, phase, step, origin
   ) AS ranked
   WHERE place = 1
+),
+placed AS (
+  -- the chosen walk's parts in path order (deepest first), each with the place of its first
+  -- row: numbering the parts, not the rows, keeps the path's order without sorting its rows
+  SELECT g.run, g.phase, g.step, g.origin, g.depth, g.part, g.first,
+         coalesce(sum(g.n) OVER (PARTITION BY g.run, g.phase, g.step
+                                 ORDER BY g.depth DESC, g.part
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+           AS offset_rows
+  FROM groups AS g
+  JOIN chosen AS c
+    ON c.run = g.run AND c.phase = g.phase AND c.origin = g.origin
+   AND c.step IS NOT DISTINCT FROM g.step
 )
-SELECT e.run, e.phase, e.step,
-       row_number() OVER (PARTITION BY e.run, e.phase, e.step
-                          ORDER BY e.depth DESC, e.part, e.seq) - 1 AS seq,
+SELECT e.run, e.phase, e.step, CAST(p.offset_rows + e.seq - p.first AS BIGINT) AS seq,
        e.rank, e.bound_by, e.ns, e.start_ns, e.end_ns, e.name, e.event_table,
        e.event_index AS event_id
 FROM edges AS e
-JOIN chosen AS c
-  ON c.run = e.run AND c.phase = e.phase AND c.origin = e.origin
- AND c.step IS NOT DISTINCT FROM e.step;
+JOIN placed AS p
+  ON p.run = e.run AND p.phase = e.phase AND p.origin = e.origin AND p.depth = e.depth
+ AND p.part = e.part AND p.step IS NOT DISTINCT FROM e.step;

@@ -4,7 +4,8 @@
 -- described in ingest/critical_path.py). Nodes are the starts and ends of cpu_op events,
 -- runtime calls and the GPU work they launched; edges follow each thread's call stack, each
 -- kernel's run, the launch delay of a kernel launched onto an empty stream, and the gap
--- since the previous kernel on its stream otherwise. The zero-weight links between a
+-- since the previous kernel on its stream otherwise, the syncs' zero-weight edges, and the
+-- launch delay of a graph launch's first kernel on each stream. The zero-weight links between a
 -- thread's top-level events are not rows, so consecutive rows may leave a gap.
 -- Communication is tracewh's class under the default kernel rules (HTA's: `^nccl.*Kernel`
 -- only). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
@@ -23,18 +24,22 @@
 --   ns                 time the edge adds to the path, ns (0: the end of a blocking call,
 --                      whose wait is the GPU's)
 --   start_ns, end_ns   times of the edge's two nodes, ns
---   name               the event the edge is attributed to (NULL for a launch delay)
+--   name               the event the edge is attributed to (NULL for a launch delay, but
+--                      a graph launch's: its cudaGraphLaunch or hipGraphLaunch call)
 --   event_table        its table: cpu_ops, runtime or kernels
 --   event_id           its event_index in that table
 --   hta_bound_by       the class HTA 0.5 gives the edge where it differs from bound_by:
 --                      gpu_compute_bound for a kernel tracewh counts as communication whose
 --                      name HTA does not (`^nccl.*Kernel`: DeepEP, RCCL, symmetric memory);
---                      else bound_by
+--                      NULL for the launch delay of a graph launch (cudaGraphLaunch,
+--                      hipGraphLaunch), which HTA leaves unconnected to its kernels; else
+--                      bound_by
 CREATE OR REPLACE VIEW rank_critical_path AS
 SELECT run, phase, rank, step, seq, bound_by, ns, start_ns, end_ns, name, event_table,
        event_index AS event_id,
        CASE WHEN bound_by = 'gpu_communication_bound'
              AND NOT regexp_matches(name, '^nccl.*Kernel') THEN 'gpu_compute_bound'
+            WHEN bound_by = 'gpu_kernel_launch_overhead' AND event_table = 'runtime' THEN NULL
             ELSE bound_by END AS hta_bound_by
 FROM critical_path_edges
 WHERE segment_of IS NULL;

@@ -15,13 +15,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _best_edges, _best_edges_reference,
+                                          _call_stack_edges, _call_stack_edges_reference,
                                           _longest_path, _walk, path_table)
 from tracewh.ingest.decoder import native_available
 
 from .conftest import EXAMPLES, SHARED, connect, load_reference, require
 
-HTA = tomllib.loads((Path(__file__).parent / "data" / "critical_path" / "hta.toml")
-                    .read_text())
+DATA = Path(__file__).parent / "data" / "critical_path"
+HTA = tomllib.loads((DATA / "hta.toml").read_text())
 
 
 def _breakdown_us(bound_by, ns):
@@ -36,7 +37,8 @@ def test_rank_breakdown_agrees_with_hta(case, tracewh, sql, warehouse):
     """tracewh's per-rank breakdown is HTA's: exactly on integer-microsecond traces, and on a
     float-timestamp trace once its events are rounded as HTA rounds them."""
     reference = HTA[case]
-    tracewh("ingest", require(SHARED / reference["trace"]), "--run", "r")
+    trace = DATA / reference["trace"] if reference.get("bundled") else SHARED / reference["trace"]
+    tracewh("ingest", require(trace), "--run", "r")
     step = reference["step"] or None
     if not reference["rounded"]:
         rows = sql("SELECT step, bound_by, ns FROM rank_critical_path_breakdown")
@@ -156,6 +158,31 @@ def test_native_best_edges_are_the_reference_edge_for_edge(graph, spread):
     weight = np.array([w * spread if w > 15 else w for _, _, w in edges], np.int64)
     via, end = _best_edges(size, src, dst, weight)
     assert (list(via), end) == _best_edges_reference(size, src, dst, weight)
+
+
+@st.composite
+def host_events(draw):
+    """Host events as _Host orders them: per thread, by start then longer first; nested,
+    overlapping, touching and equal events, some blocking."""
+    rows = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(1, 12),
+                                   st.booleans()), max_size=30))
+    rows.sort(key=lambda row: (row[0], row[1], -row[2]))
+    thread, start, duration, blocking = (np.array([row[i] for row in rows], dtype)
+                                         for i, dtype in enumerate((np.int64, np.int64,
+                                                                    np.int64, bool)))
+    return thread, start, start + duration, blocking
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=host_events())
+@example(events=(np.array([0, 0, 0, 1]), np.array([0, 1, 5, 0]), np.array([9, 5, 9, 3]),
+                 np.array([False, True, False, False])))  # nested, closing, next thread
+def test_native_call_stack_edges_are_the_reference_edge_for_edge(events):
+    """The native call-stack pass gives the Python reference's edges, in its order (the
+    longest path takes the first of equal edges, so the order is part of the result)."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    assert _call_stack_edges(*events).tolist() == _call_stack_edges_reference(*events).tolist()
 
 
 @settings(max_examples=200, deadline=None)
@@ -356,3 +383,41 @@ def test_a_column_says_where_hta_classes_an_edge_otherwise(tracewh, sql, tmp_pat
     assert rows == [{"bound_by": "gpu_communication_bound",
                      "hta_bound_by": "gpu_compute_bound", "event_id": collective}]
     assert sql("SELECT count(*) AS n FROM rank_critical_path")[0]["n"] > 600
+
+
+VLLM = "tracelens/inference/vllm_decode_full_graph_execution.json.gz"
+
+
+def test_graph_launch_connects_to_its_kernels_where_hta_does_not(tracewh, sql, tmp_path):
+    """vLLM's decode replays one hipGraphLaunch of 421 kernels. On the real trace the stream
+    is still busy when the graph is launched, so its first kernel follows the previous work
+    (as HTA's). With that earlier GPU work taken out, the stream is idle at the launch: the
+    path runs from the host through the call into the graph's first kernel, the launch delay
+    attributed to the call, and hta_bound_by says HTA has no such edge."""
+    import gzip
+    document = json.loads(gzip.decompress(require(SHARED / VLLM).read_bytes()))
+    tracewh("ingest", SHARED / VLLM, "--run", "real")
+    launches = sql("SELECT * FROM rank_critical_path WHERE run = 'real' "
+                   "AND bound_by = 'gpu_kernel_launch_overhead'")
+    assert launches == []
+    graph = next(e["args"]["correlation"] for e in document["traceEvents"]
+                 if e.get("name") == "hipGraphLaunch")
+    document["traceEvents"] = [
+        e for e in document["traceEvents"]
+        if e.get("cat") not in ("kernel", "gpu_memcpy") or e["args"]["correlation"] == graph]
+    trace = tmp_path / "graph_only.json"
+    trace.write_text(json.dumps(document))
+    tracewh("ingest", trace, "--run", "idle")
+    rows = sql("SELECT * FROM rank_critical_path WHERE run = 'idle' ORDER BY seq")
+    launch = [r for r in rows if r["bound_by"] == "gpu_kernel_launch_overhead"]
+    assert [(r["name"], r["event_table"], r["hta_bound_by"]) for r in launch] == [
+        ("hipGraphLaunch", "runtime", None)]
+    call = sql("SELECT ts_ns, event_index FROM runtime WHERE run = 'idle' "
+               "AND name = 'hipGraphLaunch'")[0]
+    first = sql("SELECT min(ts_ns) AS ts FROM kernels WHERE run = 'idle'")[0]["ts"]
+    assert (launch[0]["start_ns"], launch[0]["end_ns"], launch[0]["event_id"]) == (
+        call["ts_ns"], first, call["event_index"])
+    assert launch[0]["ns"] == first - call["ts_ns"] > 6_000_000  # the GPU ran 6.9 ms behind
+    assert rows[0]["event_table"] in ("cpu_ops", "runtime")  # the path starts on the host
+    assert sum(r["ns"] for r in rows if r["bound_by"] == "gpu_compute_bound") == sum(
+        e["dur_ns"] for e in sql("SELECT dur_ns FROM kernels WHERE run = 'idle'"))

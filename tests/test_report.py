@@ -16,8 +16,8 @@ from .conftest import EXAMPLES, ROOT, shared
 DLRM0_NAME = "worker0_step_12.1694128201545.pt.trace.json.gz"
 
 CHROMIUM = shutil.which("chromium")
-CHARTED = ("overlap", "exposed", "gpu-time", "timeline", "top-kernels", "top-ops",
-           "top-gemms", "kernel-histograms", "class-histograms", "rank-skew", "bus-bandwidth",
+CHARTED = ("overlap", "exposed", "gpu-time", "timeline", "critical-path", "top-kernels",
+           "top-ops", "top-gemms", "kernel-histograms", "class-histograms", "rank-skew", "bus-bandwidth",
            "waits", "launch-latency", "steps")  # the sections with a chart
 TABLED = ("module-tree", "stragglers")  # and those with a table alone
 # What DeepSeek's one-rank trace has nothing to draw for: ranks to compare, shapes of GEMM
@@ -63,6 +63,19 @@ def test_the_report_holds_every_section_with_its_numbers(tracewh, sql, two_runs,
     diff = text.split('<section id="diff-kernels">')[1].split("</section>")[0]
     assert "A regression by the nightly gate&#x27;s rules: threshold 5.0%" in diff
     assert f'<td>regressed</td><td title="{ALLREDUCE}(ncclDevComm*' in diff
+    # the job's path of the timeline's step, drawn over it: its sum is the breakdown's
+    path = text.split('<section id="critical-path">')[1].split("</section>")[0]
+    step = re.search(r"The job&#x27;s critical path of (ProfilerStep#\d+)", path).group(1)
+    total = sql("SELECT sum(ns) AS ns FROM critical_path_breakdown WHERE run = 'new' "
+                f"AND step = '{step}'")[0]["ns"]
+    assert f"over the timeline above: {total / 1e6:,.3f} ms on " in path
+    ranks = sql("SELECT DISTINCT rank FROM critical_path WHERE run = 'new' "
+                f"AND step = '{step}' AND ns > 0")
+    assert {int(r) for r in re.findall(r">path on rank (\d+)</text>", path)} == {
+        r["rank"] for r in ranks}
+    classes = sql("SELECT bound_by FROM critical_path_breakdown WHERE run = 'new' "
+                  f"AND step = '{step}' AND ns > 0")
+    assert {c["bound_by"] for c in classes} <= set(re.findall(r">([a-z_]+)</text>", path))
     # a color per rank in the steps chart (a palette of 6 gave ranks 0 and 6 the same teal)
     steps = text.split('<section id="steps">')[1].split("</section>")[0]
     colors = set(re.findall(r"stroke: (#[0-9a-f]{6})", steps)) - {"#000000", "#ffffff"}
@@ -127,7 +140,8 @@ def test_the_report_draws_every_chart_in_chromium(tracewh, two_runs, tmp_path):
                             dom.stdout))
     assert set(drawn) == {*CHARTED, "diff-kernels"}
     # at least a shape per bar: 8 ranks, 15 top kernels, the buckets of 6 histograms...
-    least = {"overlap": 8, "exposed": 8, "gpu-time": 40, "timeline": 20, "top-kernels": 15,
+    least = {"overlap": 8, "exposed": 8, "gpu-time": 40, "timeline": 20, "critical-path": 20,
+             "top-kernels": 15,
              "top-ops": 15, "top-gemms": 10, "kernel-histograms": 25, "class-histograms": 15,
              "rank-skew": 9, "bus-bandwidth": 1, "waits": 8,
              "launch-latency": 8, "steps": 8, "diff-kernels": 1}
@@ -405,3 +419,22 @@ def test_the_timeline_of_deepseeks_step_matches_a_reference(runs):
     assert "ProfilerStep#1 of rank 0 (the median step of the slowest rank" in timeline
     # the annotations are drawn above the streams, labelled where they fit
     assert "annotations" in timeline and ">attn(B)<" in timeline.replace("</text>", "<")
+
+
+HOSTILE = '<img src=x onerror="alert(1)">&amp;'
+
+
+def test_the_critical_path_section_escapes_every_name(tracewh, sql, tmp_path):
+    """DeepSeek's step with every cpu op and kernel named as markup: the critical path
+    section lists them as text, never as markup."""
+    document = json.loads(shared(DEEPSEEK).read_text())
+    for event in document["traceEvents"]:
+        if event.get("cat") in ("cpu_op", "kernel") and "ProfilerStep" not in event["name"]:
+            event["name"] += HOSTILE
+    trace = tmp_path / "hostile.json"
+    trace.write_text(json.dumps(document))
+    tracewh("ingest", trace, "--run", "hostile")
+    text = section(report(tracewh, tmp_path, "hostile"), "critical-path")
+    on_path = sql("SELECT count(*) AS n FROM critical_path WHERE name LIKE '%<img%'")[0]["n"]
+    assert on_path > 0 and "<img" not in text
+    assert text.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;amp;") >= 12

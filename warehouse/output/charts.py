@@ -263,6 +263,20 @@ def time_axis(axes, start_ns, end_ns):
     axes.set_xlabel("time (ms after the window's start)")
 
 
+def _lane_bars(axes, bars, start_ns, colors=CLASS_COLORS, faded=1.0):
+    """Draw `bars` (Bar) on their lanes, colored by class (`colors`), each as opaque as its
+    fill, all `faded` (1: not)."""
+    for kind, hue in colors.items():
+        chosen = [bar for bar in bars if bar.timeline_class == kind]
+        color = matplotlib.colors.to_rgba(hue)
+        for lane in sorted({bar.lane for bar in chosen}):
+            own = [bar for bar in chosen if bar.lane == lane]
+            axes.broken_barh([((b.start_ns - start_ns) / 1e6, (b.end_ns - b.start_ns) / 1e6)
+                              for b in own], (lane - 0.4, 0.8),
+                             facecolors=[(*color[:3], faded * (0.3 + 0.7 * b.fill))
+                                         for b in own], linewidth=0)
+
+
 def timeline(lanes, bars, annotations, start_ns, end_ns, title):
     """One step's streams over time: a row per lane (its label), the bars of `bin_kernels`
     colored by class, and above them the annotations ((name, start_ns, end_ns), packed into
@@ -272,17 +286,7 @@ def timeline(lanes, bars, annotations, start_ns, end_ns, title):
     rows = min(max(levels, default=-1) + 1, ANNOTATION_LEVELS)
     height = 1.3 + 0.32 * (len(lanes) + rows)
     figure, axes = plt.subplots(figsize=(12, height))
-    for kind in TIMELINE_CLASSES:
-        chosen = [bar for bar in bars if bar.timeline_class == kind]
-        if not chosen:
-            continue
-        color = matplotlib.colors.to_rgba(CLASS_COLORS[kind])
-        for lane in sorted({bar.lane for bar in chosen}):
-            own = [bar for bar in chosen if bar.lane == lane]
-            axes.broken_barh([((b.start_ns - start_ns) / 1e6, (b.end_ns - b.start_ns) / 1e6)
-                              for b in own], (lane - 0.4, 0.8),
-                             facecolors=[(*color[:3], 0.3 + 0.7 * b.fill) for b in own],
-                             linewidth=0)
+    _lane_bars(axes, bars, start_ns)
     width_ms = max(end_ns - start_ns, 1) / 1e6
     points_per_ms = 12 * 72 * 0.85 / width_ms  # the axes take ~85% of the figure's width
     for (name, start, end), level in zip(annotations, levels):
@@ -305,4 +309,36 @@ def timeline(lanes, bars, annotations, start_ns, end_ns, title):
                TIMELINE_CLASSES]
     axes.legend(handles, list(TIMELINE_CLASSES), frameon=False, loc="upper left",
                 bbox_to_anchor=(1.01, 1))
+    return _svg(figure)
+
+
+# -- the critical path over the timeline ------------------------------------------------------
+
+# One color per class of the critical path (rank_critical_path's bound_by).
+PATH_COLORS = {"cpu_bound": "#30638e", "gpu_compute_bound": CLASS_COLORS["computation"],
+               "gpu_communication_bound": CLASS_COLORS["communication"],
+               "gpu_communication_wait": "#f2a7b1",
+               "gpu_kernel_launch_overhead": CLASS_COLORS["memory"],
+               "gpu_kernel_kernel_overhead": CLASS_COLORS["sync"], "data_loading": "#6a994e"}
+
+
+def critical_path(lanes, bars, path_lanes, edges, start_ns, end_ns, title):
+    """The job's critical path of one step over the timeline of the same window: the
+    timeline's streams (`lanes`, `bars` of bin_kernels) faded, and below them a lane per
+    rank on the path (`path_lanes`, its label) with the path's edges ((lane, start_ns,
+    end_ns, bound_by), lane counted from 0 among path_lanes) colored by class."""
+    height = 1.5 + 0.32 * (len(lanes) + len(path_lanes))
+    figure, axes = plt.subplots(figsize=(12, height))
+    _lane_bars(axes, bars, start_ns, faded=0.35)
+    path = [Bar(len(lanes) + lane, start, end, kind, 1, end - start, 1.0, False)
+            for lane, start, end, kind in edges]
+    _lane_bars(axes, path, start_ns, colors=PATH_COLORS)
+    labels = list(lanes) + list(path_lanes)
+    axes.set_yticks(list(range(len(labels))), labels)
+    axes.set_ylim(len(labels) - 0.4, -0.6)
+    time_axis(axes, start_ns, end_ns)
+    axes.set_title(title)
+    drawn = [kind for kind in PATH_COLORS if any(edge[3] == kind for edge in edges)]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=PATH_COLORS[kind]) for kind in drawn]
+    axes.legend(handles, drawn, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     return _svg(figure)

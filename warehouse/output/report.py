@@ -6,6 +6,7 @@ script to show its charts; one small inline script counts what each chart drew (
 counts in a real browser, and a chart that drew nothing is a console error).
 """
 
+import collections
 import dataclasses
 import datetime
 import html
@@ -100,6 +101,7 @@ def _phase_sections(connection, run, phase, base, options, windows):
         _exposed(connection, scope),
         _gpu_time(connection, scope),
         _timeline(connection, scope, windows[phase]),
+        _critical_path(connection, scope, windows[phase]),
         _top_kernels(connection, scope),
         _top_ops(connection, scope),
         _module_tree(connection, scope),
@@ -254,6 +256,63 @@ def _timeline(connection, scope, window):
     return Section("timeline", "Timeline of one step", caption, chart,
                    ("stream", "kernels drawn as themselves", "short kernels in columns",
                     *(f"{kind} (ms)" for kind in charts.TIMELINE_CLASSES)), rows)
+
+
+def _critical_path(connection, scope, window, top=12):
+    """The job's critical path (the critical_path view) of the timeline's step, drawn over
+    that timeline: the window rank's streams faded, a lane per rank the path runs on, its
+    edges colored by class; the events longest on it below."""
+    title = "Critical path of the step"
+    if window is None:
+        return Section("critical-path", title, "No GPU activity: nothing to draw.", None,
+                       empty="No GPU activity.")
+    rank, trace_id, index, step, start, end, _ = window
+    edges = connection.execute(
+        "SELECT rank, start_ns, end_ns, bound_by, ns, name FROM critical_path "
+        "WHERE run = ? AND phase = ? AND step IS NOT DISTINCT FROM ? ORDER BY seq",
+        [*scope, step]).fetchall()
+    if not edges:
+        return Section("critical-path", title, "No critical path was measured for this "
+                       "step (no host events).", None, empty="No critical path.")
+    kernels = connection.execute(
+        "SELECT stream, timeline_class, start_ns, end_ns FROM timeline_kernels WHERE run = ? "
+        "AND phase = ? AND rank = ? AND trace_id = ? AND window_index IS NOT DISTINCT FROM ?",
+        [*scope, rank, trace_id, index]).fetchall()
+    left = min([start] + [k[2] for k in kernels])  # the timeline's: the two line up
+    right = max([end] + [k[3] for k in kernels])
+    streams = sorted({k[0] for k in kernels}, key=lambda s: (s is None, s))
+    lane = {stream: i for i, stream in enumerate(streams)}
+    bars = charts.bin_kernels([(lane[s], a, b, c) for s, c, a, b in kernels], left, right)
+    ranks = sorted({e[0] for e in edges if e[4] > 0})
+    path_lane = {r: i for i, r in enumerate(ranks)}
+    what = f"{step}" if step else "the capture"
+    chart = charts.critical_path(
+        [f"rank {rank} stream {s}" if s is not None else f"rank {rank} no stream"
+         for s in streams], bars, [f"path on rank {r}" for r in ranks],
+        [(path_lane[r], a, b, kind) for r, a, b, kind, ns, _ in edges if ns > 0],
+        left, right, f"Critical path of {_short(what, 70)} over the timeline")
+    total = sum(e[4] for e in edges)
+    classes = collections.Counter()
+    events = collections.Counter()
+    for r, _, _, kind, ns, name in edges:
+        classes[kind] += ns
+        events[(r, name, kind)] += ns
+    parts = ", ".join(f"{kind} {ms(ns):,.3f} ms ({ns / max(total, 1):.0%})"
+                      for kind, ns in classes.most_common())
+    caption = (
+        f"The job's critical path of {what} (the chain of work that set its length; "
+        f"`tracewh critical-path` and the critical_path views) over the timeline above: "
+        f"{ms(total):,.3f} ms on {len(ranks)} rank{'s' if len(ranks) != 1 else ''}: {parts}. "
+        f"The streams of rank {rank} are drawn faded, on the timeline's axis (the ranks' "
+        "clocks taken as one: what runs outside its window is cut); below them, a lane per "
+        "rank the path runs on, each edge at its time colored by its class (a launch delay "
+        "from the launch to the kernel's start, a kernel-kernel delay between two kernels). "
+        f"The table: the {top} events longest on the path.")
+    rows = [(r, Name(_short(name or "(launch delay)", 60), name or ""), kind, ms(ns))
+            for (r, name, kind), ns in sorted(events.items(), key=lambda item: (
+                -item[1], item[0][0], item[0][1] or "", item[0][2]))[:top]]
+    return Section("critical-path", title, caption, chart,
+                   ("rank", "event", "class", "on the path (ms)"), rows)
 
 
 def _timeline_window(connection, scope, choice):

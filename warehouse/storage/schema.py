@@ -245,7 +245,7 @@ TABLES = {
                   _c("end_ns", I64, "time of its last node, ns"),
                   _c("name", STR, "name of the event it is attributed to"),
                   _c("event_table", STR, "that event's table: cpu_ops, runtime or kernels; "
-                     "NULL for a launch delay"),
+                     "NULL for a launch delay, but a graph launch's (runtime: its call)"),
                   _c("event_index", I64, "that event's event_index in its table"),
                   _c("segment_of", I64, "NULL on the step's path; else the event_index "
                      "(kernels) of the communication kernel whose segment the row is on: "

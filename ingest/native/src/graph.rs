@@ -1,7 +1,11 @@
 //! The longest paths of a step's critical-path graph: `_best_edges_reference` of
 //! ingest/critical_path.py, the Python reference it is tested against, step for step (the
 //! same topological order, the same ties), as the per-node loop costs ~1 s of the 254 MB
-//! trace's ingest in Python.
+//! trace's ingest in Python; `call_stack_edges`, the call-stack pass that builds most of the
+//! graph's edges, as `_call_stack_edges_reference` does.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// Each node's best incoming edge (-1 for none) and the end node of a longest path (-1 for
 /// none) of the DAG of `size` nodes and edges `src[e] -> dst[e]` of `weight[e]`; None when an
@@ -73,4 +77,105 @@ pub fn best_edges(
         .into_iter()
         .map(|edge| if edge == usize::MAX { -1 } else { edge as i64 });
     Some((via.collect(), end.map_or(-1, |n| n as i64)))
+}
+
+/// Edge kinds of ingest/critical_path.py: time spent in an event, a zero-weight link between
+/// top-level events, a zero-weight span into a blocking call's end.
+const SPAN: i64 = 0;
+const LINK: i64 = 1;
+const WAIT: i64 = 4;
+
+/// The call-stack edges of a window's host events, `_call_stack_edges_reference` of
+/// ingest/critical_path.py step for step (the same edges in the same order): event i (rows
+/// ordered by thread, start, longer first) has nodes 2i (start) and 2i+1 (end). Returns the
+/// columns (src, dst, kind, attributed event); None when the columns' lengths differ.
+pub fn call_stack_edges(
+    threads: &[i64],
+    starts: &[i64],
+    ends: &[i64],
+    blocking: &[u8],
+) -> Option<[Vec<i64>; 4]> {
+    let size = threads.len();
+    if starts.len() != size || ends.len() != size || blocking.len() != size {
+        return None;
+    }
+    let mut edges: [Vec<i64>; 4] = std::array::from_fn(|_| Vec::with_capacity(3 * size));
+    let mut push = |src: i64, dst: i64, kind: i64, event: i64| {
+        for (column, value) in edges.iter_mut().zip([src, dst, kind, event]) {
+            column.push(value);
+        }
+    };
+    let mut stack: Vec<usize> = Vec::new();
+    let (mut last, mut top_end): (Option<i64>, Option<i64>) = (None, None);
+    // Close the innermost open event: the edge into its end; the new last node and the end
+    // of the top-level event when it closed one.
+    let exit = |stack: &mut Vec<usize>, last: i64, push: &mut dyn FnMut(i64, i64, i64, i64)| {
+        let i = stack.pop().unwrap_or_default();
+        let event = if last % 2 == 0 { last / 2 } else { i as i64 };
+        let kind = if blocking[i] != 0 { WAIT } else { SPAN };
+        push(last, 2 * i as i64 + 1, kind, event);
+        if stack.is_empty() {
+            (None, Some(2 * i as i64 + 1))
+        } else {
+            (Some(2 * i as i64 + 1), None)
+        }
+    };
+    let mut thread = None;
+    for i in 0..size {
+        let ts = starts[i];
+        if thread != Some(threads[i]) {
+            while !stack.is_empty() {
+                last = exit(&mut stack, last.unwrap_or_default(), &mut push).0;
+            }
+            thread = Some(threads[i]);
+            top_end = None;
+        }
+        while stack.last().is_some_and(|&open| ends[open] <= ts) {
+            (last, top_end) = exit(&mut stack, last.unwrap_or_default(), &mut push);
+        }
+        if let (true, Some(end)) = (stack.is_empty(), top_end) {
+            push(end, 2 * i as i64, LINK, -1);
+        }
+        if let Some(node) = last {
+            let event = if node % 2 == 0 {
+                node / 2
+            } else {
+                *stack.last()? as i64
+            };
+            push(node, 2 * i as i64, SPAN, event);
+        }
+        stack.push(i);
+        last = Some(2 * i as i64);
+    }
+    while !stack.is_empty() {
+        last = exit(&mut stack, last.unwrap_or_default(), &mut push).0;
+    }
+    Some(edges)
+}
+
+/// (src, dst, kind, attributed event), each int64 bytes, of the call-stack edges of host
+/// events given as thread codes, starts and ends (int64 bytes) and blocking flags (a byte
+/// each), as ingest/critical_path.py's `_call_stack_edges_reference`.
+#[pyfunction]
+pub fn call_stack_edges_of<'py>(
+    py: Python<'py>,
+    threads: &Bound<'py, PyBytes>,
+    starts: &Bound<'py, PyBytes>,
+    ends: &Bound<'py, PyBytes>,
+    blocking: &Bound<'py, PyBytes>,
+) -> PyResult<[Bound<'py, PyBytes>; 4]> {
+    let (threads, starts, ends) = (threads.as_bytes(), starts.as_bytes(), ends.as_bytes());
+    let blocking = blocking.as_bytes();
+    let found = py.allow_threads(|| {
+        call_stack_edges(
+            &super::int64s(threads),
+            &super::int64s(starts),
+            &super::int64s(ends),
+            blocking,
+        )
+    });
+    let edges = found.ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err("the event columns differ in length")
+    })?;
+    Ok(edges.map(|column| PyBytes::new(py, super::raw_bytes(&column))))
 }

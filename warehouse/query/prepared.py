@@ -36,7 +36,7 @@ from .library import defines_public, library_fingerprint, names_reached
 from .query_analysis import runs_a_query_names
 from ..rules import effective_rules
 from .statements import confine, run_statements
-from .table_sql import files_variable_name, no_rows, sql_string
+from .table_sql import CATALOG_TYPES, files_variable_name, no_rows, sql_string
 
 FILES_TABLE = "tracewh_files"  # table_name, path (absolute), run, size (its commit's)
 SNAPSHOT_TABLE = "tracewh_snapshot"
@@ -45,9 +45,6 @@ FILES_FORMAT = 2  # 2: FILES_TABLE holds each file's run and size
 # shares a database opened twice in a process, and its settings with it (`confine`'s).
 CATALOG = "tracewh"
 SCAN_MACRO = "tracewh_scan_{}"  # a table's scan in the file, given its files (see duckdb_file)
-# The DuckDB types of the tables' columns, as the file's catalog names them.
-_COLUMN_TYPES = {"BIGINT", "INTEGER", "DOUBLE", "BOOLEAN", "VARCHAR", "VARCHAR[]",
-                 "TIMESTAMP WITH TIME ZONE"}
 
 
 def file_shape(root, rules, live):
@@ -213,7 +210,7 @@ def _define_tables(connection, root, tables, files):
             select = (f"SELECT * FROM {CATALOG}.main.{SCAN_MACRO.format(table)}"
                       f"(files := getvariable('{variable}'))")
         else:
-            if any(type_ not in _COLUMN_TYPES for _, type_ in columns.get(table, [None])):
+            if any(type_ not in CATALOG_TYPES for _, type_ in columns.get(table, [None])):
                 raise WarehouseError(f"{root}/{DUCKDB_FILE}: its view {table} is not the "
                                      "table's")
             select = no_rows(columns[table])

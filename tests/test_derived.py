@@ -44,20 +44,30 @@ def two_runs(tracewh, warehouse):
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     """Every way a refresh reads the runs it derives: from a copy of their rows in memory
-    (small runs, as these), from their files but the summaries' (large ones, here a
-    connection a run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for
-    both runs on one connection (a bulk derive, the views asked one by one), beside the
-    views' query, which reads the files."""
+    (small runs, as these) under the library of tracewh.duckdb, attached, or defined anew
+    (no such file), from their files but the summaries' (large ones, here a connection a
+    run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for both runs on
+    one connection (a bulk derive, the views asked one by one), beside the views' query,
+    which reads the files."""
     catalog, copies = Catalog(two_runs), []
 
     def connect_spy(*args, copied, **options):
         copies.append(set(copied))
         return connection.connect(*args, copied=copied, **options)
 
+    def copy_spy(connection_, catalog_, snapshot, runs, tables):
+        copies.append(("attached", set(tables)))
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables)
+
     monkeypatch.setattr(marts, "connect", connect_spy)
-    for in_memory_events, runs_at_once in ((100_000, 64), (0, 1), (0, 64)):
+    monkeypatch.setattr(marts, "copy_runs", copy_spy)
+    attach = marts.attach_library
+    for in_memory_events, runs_at_once, attached in ((100_000, 64, True), (100_000, 64, False),
+                                                     (0, 1, True), (0, 64, True)):
         monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
         monkeypatch.setattr(marts, "RUNS_AT_ONCE", runs_at_once)
+        monkeypatch.setattr(marts, "attach_library",
+                            attach if attached else lambda root, shape: None)
         for run in ("a", "b"):
             mark_for_recompute(catalog, run)
         refresh_derived(catalog)
@@ -66,8 +76,9 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
             assert mart.columns == view.columns + EXTRA_COLUMNS, name
             assert len(view) > 0 or name not in FILLED_MARTS, name
             assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
-    assert copies == [{*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"},
-                      set(marts.SUMMARIES), set(marts.SUMMARIES), set(marts.SUMMARIES)]
+    small = {*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"}
+    assert copies == [("attached", small), small, set(marts.SUMMARIES), set(marts.SUMMARIES),
+                      set(marts.SUMMARIES)]
     overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)

@@ -39,13 +39,15 @@ def stand_in_sql(table):
     return f"CREATE TABLE {table.name} ({columns})"
 
 
-def table_view_sql(table, has_files, copy=False):
+def table_view_sql(table, has_files, copy=False, temporary=False):
     """The view of a table over the files in variable `files_variable(table)`: a list held
     once, instead of a literal of thousands of paths parsed and copied at every bind. With
-    `copy`, a table of their rows in DuckDB's memory instead."""
+    `copy`, a table of their rows in DuckDB's memory instead; `temporary`, a TEMP one (first
+    in DuckDB's search path, for the views of an attached catalog too)."""
     select = (scan_select(table, f"getvariable('{files_variable(table)}')") if has_files
               else empty_select(table))
-    return f"CREATE {'TABLE' if copy else 'VIEW'} {table.name} AS {select}"
+    kind = f"{'TEMP ' if temporary else ''}{'TABLE' if copy else 'VIEW'}"
+    return f"CREATE {kind} {table.name} AS {select}"
 
 
 def empty_select(table):

@@ -197,6 +197,30 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
 
 
+def test_a_second_run_leaves_the_first_run_s_mart_files_and_equals_a_full_recompute(
+        tracewh, warehouse):
+    """The refresh after run b computes b alone: every file of run a's in every mart stays
+    as it was written (its path, rows and sha256; its bytes on disk), and the marts hold
+    what computing both runs again gives."""
+    tracewh("ingest", *DLRM[:2], "--run", "a", "--phase", "train")
+    first = {name: _mart_files(warehouse, name) for name in MARTS}
+    written = {f: (mart_path(warehouse, name) / f.path).stat().st_mtime_ns
+               for name in MARTS for f in first[name]}
+    tracewh("ingest", *DLRM[2:4], "--run", "b", "--phase", "train")
+    for name in MARTS:
+        assert set(first[name]) <= set(_mart_files(warehouse, name)), name
+    assert all((mart_path(warehouse, name) / f.path).stat().st_mtime_ns == written[f]
+               for name in MARTS for f in first[name])
+    incremental = {name: sorted_frame(mart_frame(warehouse, name)) for name in MARTS}
+    assert sorted(set(incremental["overlap"]["run"])) == ["a", "b"]
+    catalog = Catalog(warehouse)
+    for run in ("a", "b"):
+        mark_for_recompute(catalog, run)
+    assert refresh_derived(catalog).runs == ["a", "b"]
+    for name in MARTS:
+        assert sorted_frame(mart_frame(warehouse, name)).equals(incremental[name]), name
+
+
 def test_a_mart_made_again_alone_leaves_the_others_rows_single(tracewh, two_runs):
     """One mart removed from outside is derived again for every run, while the others
     compute the new run only: those take the new run's rows alone, not every run's again."""

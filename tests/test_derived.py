@@ -411,6 +411,23 @@ def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs
     assert not list((two_runs / "_tracewh").glob(f".{FILE_NAME}*"))  # no temporary left
 
 
+def test_the_first_run_fills_the_duckdb_file_of_an_empty_warehouse_without_rewriting_it(
+        tracewh, warehouse, monkeypatch):
+    """The tables a first run makes non-empty get their scans; the library, defined already,
+    is not defined again (the file of an 8-rank first run: its refresh's largest cost). The
+    file answers as a connection does."""
+    from tracewh.derived import duckdb_file
+
+    refresh_derived(Catalog(warehouse))  # the empty warehouse's file
+    monkeypatch.setattr(duckdb_file, "_write_whole", None)  # calling it would fail
+    tracewh("ingest", *DLRM[:2], "--run", "a", "--phase", "train")
+    with duckdb.connect(str(warehouse / FILE_NAME), read_only=True) as bi:
+        for table in ("kernels", "cpu_ops", "traces"):
+            expected = connect(warehouse).execute(f"SELECT count(*) FROM {table}").fetchone()
+            assert bi.execute(f"SELECT count(*) FROM {table}").fetchone() == expected != (0,)
+        assert bi.execute("SELECT count(*) FROM overlap").fetchone() == (2,)
+
+
 def test_the_duckdb_cli_script_defines_the_whole_warehouse(tracewh, two_runs):
     """`views --dialect duckdb --script` runs as one script in a bare DuckDB."""
     script = tracewh("views", "--dialect", "duckdb", "--script").stdout

@@ -78,7 +78,9 @@ RUNS_AT_ONCE = 64
 # 0.516 s (medians of 4 alternating ingests), its peak unchanged (the ingest's own: 337 against
 # 341 MB). A bulk derive, several runs read from their files on one connection, asks them one
 # by one: two at once hold two questions' data of up to RUNS_AT_ONCE runs (the marts of 200
-# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB).
+# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A small run under tracewh.duckdb's
+# library (see _attached_library) asks them one by one too: its TEMP tables are the
+# connection's own, which a cursor does not see.
 QUESTIONS_AT_ONCE = 2
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs

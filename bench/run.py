@@ -458,14 +458,21 @@ def bench_refresh(small, large):
             started = time.perf_counter()
             ingest_paths(catalog, files, options)
             ingested = time.perf_counter() - started
+            cpu = time.process_time()
             derived = refresh_derived(catalog)
             refreshed = time.perf_counter() - started - ingested
-            rounds.append((ingested, refreshed, derived.marts_seconds, derived.file_seconds))
-        ingest_s, refresh_s, marts_s, file_s = (min(r[i] for r in rounds) for i in range(4))
-        BARS.setdefault("refresh_s", refresh_s)  # the smaller warehouse's
+            rounds.append((ingested, refreshed, derived.marts_seconds, derived.file_seconds,
+                           time.process_time() - cpu))
+        ingest_s, refresh_s, marts_s, file_s, cpu_s = (min(r[i] for r in rounds)
+                                                       for i in range(5))
+        # the smaller warehouse's; its CPU time (all threads) too, the figure a loaded
+        # machine changes least
+        BARS.setdefault("refresh_s", refresh_s)
+        BARS.setdefault("refresh_cpu_s", cpu_s)
         # tracewh.duckdb is written beside the marts: the refresh takes less than both
         print(f"{label:<11} ingest {ingest_s:5.2f} s | marts {marts_s:5.2f} s, {FILE_NAME} "
-              f"{file_s:5.2f} s beside them | the refresh {refresh_s:5.2f} s: "
+              f"{file_s:5.2f} s beside them | the refresh {refresh_s:5.2f} s (CPU "
+              f"{cpu_s:.2f} s): "
               f"{refresh_s / ingest_s:4.0%} of the ingest (goal < 10%)")
         worst = max(rounds, key=lambda r: r[1])
         print(f"{'':<11} the worst refresh {worst[1]:5.2f} s (marts {worst[2]:5.2f} s), "
@@ -535,7 +542,8 @@ def print_bars():
     if "refresh_s" in b:
         share = (f", {b['refresh_s'] / b['ingest_s']:.0%} of the x64 ingest (goal <= 15%)"
                  if "ingest_s" in b else "")
-        print(f"refresh after an 8-rank run   {b['refresh_s']:5.2f} s (goal <= 0.3){share}")
+        print(f"refresh after an 8-rank run   {b['refresh_s']:5.2f} s (goal <= 0.3){share}; "
+              f"its CPU {b['refresh_cpu_s']:.2f} s")
 
 
 def bench_critical_path(directory):

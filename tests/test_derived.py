@@ -44,20 +44,30 @@ def two_runs(tracewh, warehouse):
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     """Every way a refresh reads the runs it derives: from a copy of their rows in memory
-    (small runs, as these), from their files but the summaries' (large ones, here a
-    connection a run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for
-    both runs on one connection (a bulk derive, the views asked one by one), beside the
-    views' query, which reads the files."""
+    (small runs, as these) under the library of tracewh.duckdb, attached, or defined anew
+    (no such file), from their files but the summaries' (large ones, here a connection a
+    run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for both runs on
+    one connection (a bulk derive, the views asked one by one), beside the views' query,
+    which reads the files."""
     catalog, copies = Catalog(two_runs), []
 
     def connect_spy(*args, copied, **options):
         copies.append(set(copied))
         return connection.connect(*args, copied=copied, **options)
 
+    def copy_spy(connection_, catalog_, snapshot, runs, tables):
+        copies.append(("attached", set(tables)))
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables)
+
     monkeypatch.setattr(marts, "connect", connect_spy)
-    for in_memory_events, runs_at_once in ((100_000, 64), (0, 1), (0, 64)):
+    monkeypatch.setattr(marts, "copy_runs", copy_spy)
+    attach = marts.attach_library
+    for in_memory_events, runs_at_once, attached in ((100_000, 64, True), (100_000, 64, False),
+                                                     (0, 1, True), (0, 64, True)):
         monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
         monkeypatch.setattr(marts, "RUNS_AT_ONCE", runs_at_once)
+        monkeypatch.setattr(marts, "attach_library",
+                            attach if attached else lambda root, shape: None)
         for run in ("a", "b"):
             mark_for_recompute(catalog, run)
         refresh_derived(catalog)
@@ -66,8 +76,9 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
             assert mart.columns == view.columns + EXTRA_COLUMNS, name
             assert len(view) > 0 or name not in FILLED_MARTS, name
             assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
-    assert copies == [{*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"},
-                      set(marts.SUMMARIES), set(marts.SUMMARIES), set(marts.SUMMARIES)]
+    small = {*marts.SUMMARIES, "cpu_ops", "kernels", "runtime"}
+    assert copies == [("attached", small), small, set(marts.SUMMARIES), set(marts.SUMMARIES),
+                      set(marts.SUMMARIES)]
     overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
@@ -184,6 +195,30 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     assert sorted(f.runs for f in after) == [("a", "a"), ("b", "b")]
     assert not {f.path for f in after} & {f.path for f in files if f.runs == ("b", "b")}
     assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
+
+
+def test_a_second_run_leaves_the_first_run_s_mart_files_and_equals_a_full_recompute(
+        tracewh, warehouse):
+    """The refresh after run b computes b alone: every file of run a's in every mart stays
+    as it was written (its path, rows and sha256; its bytes on disk), and the marts hold
+    what computing both runs again gives."""
+    tracewh("ingest", *DLRM[:2], "--run", "a", "--phase", "train")
+    first = {name: _mart_files(warehouse, name) for name in MARTS}
+    written = {f: (mart_path(warehouse, name) / f.path).stat().st_mtime_ns
+               for name in MARTS for f in first[name]}
+    tracewh("ingest", *DLRM[2:4], "--run", "b", "--phase", "train")
+    for name in MARTS:
+        assert set(first[name]) <= set(_mart_files(warehouse, name)), name
+    assert all((mart_path(warehouse, name) / f.path).stat().st_mtime_ns == written[f]
+               for name in MARTS for f in first[name])
+    incremental = {name: sorted_frame(mart_frame(warehouse, name)) for name in MARTS}
+    assert sorted(set(incremental["overlap"]["run"])) == ["a", "b"]
+    catalog = Catalog(warehouse)
+    for run in ("a", "b"):
+        mark_for_recompute(catalog, run)
+    assert refresh_derived(catalog).runs == ["a", "b"]
+    for name in MARTS:
+        assert sorted_frame(mart_frame(warehouse, name)).equals(incremental[name]), name
 
 
 def test_a_mart_made_again_alone_leaves_the_others_rows_single(tracewh, two_runs):
@@ -374,6 +409,23 @@ def test_the_duckdb_file_follows_every_commit_and_its_snapshot(tracewh, two_runs
         (seq,) = bi.execute("SELECT seq FROM tracewh_snapshot").fetchone()
     assert seq == Catalog(two_runs).snapshot().seq
     assert not list((two_runs / "_tracewh").glob(f".{FILE_NAME}*"))  # no temporary left
+
+
+def test_the_first_run_fills_the_duckdb_file_of_an_empty_warehouse_without_rewriting_it(
+        tracewh, warehouse, monkeypatch):
+    """The tables a first run makes non-empty get their scans; the library, defined already,
+    is not defined again (the file of an 8-rank first run: its refresh's largest cost). The
+    file answers as a connection does."""
+    from tracewh.derived import duckdb_file
+
+    refresh_derived(Catalog(warehouse))  # the empty warehouse's file
+    monkeypatch.setattr(duckdb_file, "_write_whole", None)  # calling it would fail
+    tracewh("ingest", *DLRM[:2], "--run", "a", "--phase", "train")
+    with duckdb.connect(str(warehouse / FILE_NAME), read_only=True) as bi:
+        for table in ("kernels", "cpu_ops", "traces"):
+            expected = connect(warehouse).execute(f"SELECT count(*) FROM {table}").fetchone()
+            assert bi.execute(f"SELECT count(*) FROM {table}").fetchone() == expected != (0,)
+        assert bi.execute("SELECT count(*) FROM overlap").fetchone() == (2,)
 
 
 def test_the_duckdb_cli_script_defines_the_whole_warehouse(tracewh, two_runs):

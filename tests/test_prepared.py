@@ -184,3 +184,21 @@ def test_trend_of_the_last_runs_reads_only_their_window(warehouse, monkeypatch):
         rows = wh.trend("step_time_ns", last=1)
     assert opened == [{"dlrm0", "dlrm1"}]
     assert [row["run"] for row in rows] == ["dlrm1"]
+
+
+def test_one_list_of_column_types_names_them_as_arrow_ddl_and_the_catalog_do():
+    """COLUMN_TYPES serves both the DDL of the tables and the check of the file's catalog:
+    each Arrow name is what pyarrow prints for a type the tables use, and each DDL name is
+    reported by DuckDB's catalog as its catalog name."""
+    from tracewh.query.table_sql import CATALOG_TYPES, COLUMN_TYPES
+    from tracewh.storage.schema import PARTITION_COLUMNS, TABLES
+
+    used = {str(type_) for _, type_, _ in PARTITION_COLUMNS} | {
+        str(column.type) for table in TABLES.values() for column in table.columns}
+    assert used == {arrow for arrow, _, _ in COLUMN_TYPES}
+    connection = duckdb.connect()
+    for number, (_, ddl, catalog) in enumerate(COLUMN_TYPES):
+        connection.execute(f"CREATE TABLE t{number} (c {ddl})")
+        assert connection.execute("SELECT data_type FROM duckdb_columns() WHERE table_name = ?",
+                                  [f"t{number}"]).fetchone() == (catalog,)
+    assert CATALOG_TYPES == {catalog for _, _, catalog in COLUMN_TYPES}

@@ -108,9 +108,11 @@ def _record_snapshot(connection, snapshot, shape):
 
 def _follow_commits(connection, root, snapshot, shape):
     """Bring a copied file's lists to `snapshot` by the Delta commits since the snapshot it
-    shows. False when it must be written whole: no file, another library, rules, root or
-    DuckDB, a commit file gone, or a table that became non-empty (its scan is defined only
-    when it has files)."""
+    shows, and give the tables that became non-empty their scans (a first run's: the file
+    of an empty warehouse is not written whole again, defining the library, most of its
+    cost). False when it must be written whole: no file, another library, rules, root or
+    DuckDB, a commit file gone, or a table that became empty (its scan's glob may then
+    match no file)."""
     try:
         recorded = connection.execute(f"SELECT shape, versions FROM {SNAPSHOT_TABLE}").fetchall()
     except duckdb.Error:  # a new file
@@ -137,7 +139,12 @@ def _follow_commits(connection, root, snapshot, shape):
                        f"{FILES_TABLE}.table_name = removed.table_name AND "
                        f"{FILES_TABLE}.path = removed.path")
     connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM added")
-    return connection.execute(non_empty).fetchall() == had
+    now = connection.execute(non_empty).fetchall()
+    if not set(had) <= set(now):
+        return False
+    for (name,) in sorted(set(now) - set(had)):
+        _define_scan(connection, root, TABLES[name])
+    return True
 
 
 def _write_whole(connection, root, listed, snapshot, rules):
@@ -160,11 +167,18 @@ def _write_whole(connection, root, listed, snapshot, rules):
         connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
         connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
         if paths.get(table.name):
-            pattern = sql_string(f"{root}/{table.name}/{FILES_GLOB}")
-            connection.execute(f"CREATE OR REPLACE MACRO {macro}(files := {pattern}) "
-                               f"AS TABLE {_snapshot_scan(table)}")
+            _define_scan(connection, root, table)
 
     define_library(connection, snapshot, rules, table_view)
+
+
+def _define_scan(connection, root, table):
+    """Give the table's scan macro its body over the files of its directory that
+    FILES_TABLE lists (defined only for a table with files: a glob that matches no file
+    fails)."""
+    pattern = sql_string(f"{root}/{table.name}/{FILES_GLOB}")
+    connection.execute(f"CREATE OR REPLACE MACRO {SCAN_MACRO.format(table.name)}"
+                       f"(files := {pattern}) AS TABLE {_snapshot_scan(table)}")
 
 
 def _add_row(rows, root, table, path, run, size):

@@ -17,6 +17,7 @@ from ..storage.base import ChangedObject
 from ..storage.delta_log import changed_problem, size_problem
 from ..storage.integrity import (EVENT_TABLES, check_counts, check_sizes, file_error,
                                  missing_file_error)
+from ..storage.schema import TABLES
 from .define import define_library
 from .statements import confine
 from .table_sql import files_variable, table_view_sql
@@ -93,12 +94,23 @@ def local_copies(catalog, paths, sizes):
     return copies
 
 
-def _table_view(connection, root, table, paths, copy):
+def copy_runs(connection, catalog, snapshot, runs, tables):
+    """Copy the rows of `runs` of `tables` at `snapshot` into TEMP tables of their names on
+    `connection`, checked as `connect` checks them: what the views of an attached catalog
+    (`prepared.attach_library`) then read instead of the catalog's tables. The paths of the
+    files read, {table: [path]}."""
+    paths = _files(catalog, snapshot, runs, tables)
+    for name in tables:
+        _table_view(connection, catalog.root, TABLES[name], paths, copy=True, temporary=True)
+    return paths
+
+
+def _table_view(connection, root, table, paths, copy, temporary=False):
     """Define `table` over its files of `paths`, or copy their rows into memory."""
     files = paths.get(table.name, [])
     connection.execute(f"SET VARIABLE {files_variable(table)} = ?", [files])
     try:
-        connection.execute(table_view_sql(table, bool(files), copy=copy))
+        connection.execute(table_view_sql(table, bool(files), copy=copy, temporary=temporary))
     except duckdb.IOException:  # binding opens the files: say which one is gone
         missing = missing_file_error(root, table.name, files)
         if missing is None:

@@ -36,7 +36,7 @@ from .library import defines_public, library_fingerprint, names_reached
 from .query_analysis import runs_a_query_names
 from ..rules import effective_rules
 from .statements import confine, run_statements
-from .table_sql import files_variable_name, no_rows, sql_string
+from .table_sql import CATALOG_TYPES, files_variable_name, no_rows, sql_string
 
 FILES_TABLE = "tracewh_files"  # table_name, path (absolute), run, size (its commit's)
 SNAPSHOT_TABLE = "tracewh_snapshot"
@@ -45,9 +45,6 @@ FILES_FORMAT = 2  # 2: FILES_TABLE holds each file's run and size
 # shares a database opened twice in a process, and its settings with it (`confine`'s).
 CATALOG = "tracewh"
 SCAN_MACRO = "tracewh_scan_{}"  # a table's scan in the file, given its files (see duckdb_file)
-# The DuckDB types of the tables' columns, as the file's catalog names them.
-_COLUMN_TYPES = {"BIGINT", "INTEGER", "DOUBLE", "BOOLEAN", "VARCHAR", "VARCHAR[]",
-                 "TIMESTAMP WITH TIME ZONE"}
 
 
 def file_shape(root, rules, live):
@@ -137,25 +134,50 @@ def _open_current(root, versions=None):
     check_readable(root, list(versions), lost_state=lambda: False)
     for table, version in versions.items():  # what loading the tables' logs would find
         check_commits(root / table, first_replayed(root / table, version), version, read="end")
+    opened = _attached(database)
+    if opened is None:
+        return None
+    connection, recorded = opened
+    expected = _fixed_shape(root.resolve(), effective_rules(root))
+    if (len(recorded) != 1 or json.loads(recorded[0][0]) != versions
+            or {key: json.loads(recorded[0][1]).get(key) for key in expected} != expected):
+        connection.close()
+        return None
+    return connection, versions
+
+
+def attach_library(root, shape):
+    """A connection with `root`/tracewh.duckdb attached read-only and in use when the file is
+    of `shape` (see `file_shape`), of whatever snapshot: its views are the library's, defined
+    already, for a caller that gives them tables of its own (TEMP tables of the tables' names,
+    see `connection.copy_runs`). None otherwise."""
+    opened = _attached(Path(root) / DUCKDB_FILE)
+    if opened is None:
+        return None
+    connection, recorded = opened
+    if len(recorded) != 1 or recorded[0][1] != shape:
+        connection.close()
+        return None
+    return connection
+
+
+def _attached(database):
+    """(a connection with `database` attached read-only and in use, the rows of its
+    SNAPSHOT_TABLE: [(versions, shape)]), or None where it is not a DuckDB file."""
     connection = duckdb.connect()
     with _closed_on_error(connection):
         try:
             connection.execute(f"ATTACH {sql_string(str(database))} AS {CATALOG} (READ_ONLY)")
             connection.execute(f"USE {CATALOG}")
-        except duckdb.Error:  # not a DuckDB file (damaged from outside): the next writer
-            connection.close()  # writes it again
+        except duckdb.Error:  # not a DuckDB file (damaged from outside), or none: the next
+            connection.close()  # writer writes it again
             return None
         try:
             recorded = connection.execute(
                 f"SELECT versions, shape FROM {SNAPSHOT_TABLE}").fetchall()
         except duckdb.Error:  # a file of another tracewh
             recorded = []
-        expected = _fixed_shape(root.resolve(), effective_rules(root))
-        if (len(recorded) != 1 or json.loads(recorded[0][0]) != versions
-                or {key: json.loads(recorded[0][1]).get(key) for key in expected} != expected):
-            connection.close()
-            return None
-    return connection, versions
+    return connection, recorded
 
 
 def _over_runs(connection, root, versions, runs, names):
@@ -213,7 +235,7 @@ def _define_tables(connection, root, tables, files):
             select = (f"SELECT * FROM {CATALOG}.main.{SCAN_MACRO.format(table)}"
                       f"(files := getvariable('{variable}'))")
         else:
-            if any(type_ not in _COLUMN_TYPES for _, type_ in columns.get(table, [None])):
+            if any(type_ not in CATALOG_TYPES for _, type_ in columns.get(table, [None])):
                 raise WarehouseError(f"{root}/{DUCKDB_FILE}: its view {table} is not the "
                                      "table's")
             select = no_rows(columns[table])

@@ -1,8 +1,6 @@
 """The SQL of the warehouse's tables for DuckDB: their columns typed, the empty stand-ins the
 library is defined on, and the views over a snapshot's files, Hive partition columns first."""
 
-import functools
-
 _HIVE_TYPES = "{'run': VARCHAR, 'phase': VARCHAR, 'rank': INTEGER}"
 
 
@@ -15,24 +13,23 @@ def sql_string(text):
     return "'" + text.replace("'", "''") + "'"
 
 
-@functools.cache
-def _duckdb_types():
-    """{Arrow type: DuckDB type} of the tables' columns (imported here: a query answered from
-    tracewh.duckdb does without pyarrow)."""
-    import pyarrow as pa
-
-    return {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE",
-            pa.bool_(): "BOOLEAN", pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]",
-            pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ"}
+# The tables' column types: (the Arrow type as pyarrow prints it, DuckDB's name in DDL, the
+# name DuckDB's catalog reports, as `duckdb_columns()` of tracewh.duckdb shows them). Arrow's
+# by name: the prepared query path checks the catalog's names without importing pyarrow.
+COLUMN_TYPES = (("int64", "BIGINT", "BIGINT"), ("int32", "INTEGER", "INTEGER"),
+                ("double", "DOUBLE", "DOUBLE"), ("bool", "BOOLEAN", "BOOLEAN"),
+                ("string", "VARCHAR", "VARCHAR"), ("list<item: string>", "VARCHAR[]", "VARCHAR[]"),
+                ("timestamp[us, tz=UTC]", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE"))
+_DDL_TYPES = {arrow: ddl for arrow, ddl, _ in COLUMN_TYPES}
+CATALOG_TYPES = frozenset(catalog for _, _, catalog in COLUMN_TYPES)
 
 
 def typed_columns(table):
     """(name, DuckDB type) of the table's partition and file columns."""
     from ..storage.schema import PARTITION_COLUMNS
 
-    types = _duckdb_types()
-    return ([(name, types[type_]) for name, type_, _ in PARTITION_COLUMNS]
-            + [(c.name, types[c.type]) for c in table.columns])
+    return ([(name, _DDL_TYPES[str(type_)]) for name, type_, _ in PARTITION_COLUMNS]
+            + [(c.name, _DDL_TYPES[str(c.type)]) for c in table.columns])
 
 
 def stand_in_sql(table):
@@ -42,13 +39,15 @@ def stand_in_sql(table):
     return f"CREATE TABLE {table.name} ({columns})"
 
 
-def table_view_sql(table, has_files, copy=False):
+def table_view_sql(table, has_files, copy=False, temporary=False):
     """The view of a table over the files in variable `files_variable(table)`: a list held
     once, instead of a literal of thousands of paths parsed and copied at every bind. With
-    `copy`, a table of their rows in DuckDB's memory instead."""
+    `copy`, a table of their rows in DuckDB's memory instead; `temporary`, a TEMP one (first
+    in DuckDB's search path, for the views of an attached catalog too)."""
     select = (scan_select(table, f"getvariable('{files_variable(table)}')") if has_files
               else empty_select(table))
-    return f"CREATE {'TABLE' if copy else 'VIEW'} {table.name} AS {select}"
+    kind = f"{'TEMP ' if temporary else ''}{'TABLE' if copy else 'VIEW'}"
+    return f"CREATE {kind} {table.name} AS {select}"
 
 
 def empty_select(table):

@@ -329,7 +329,7 @@ impl Events {
     /// object; none for another value).
     fn args_fields(&mut self, start: usize, members: &[Member]) -> Res<()> {
         let text = &self.args.data[start..];
-        let mut found: [Option<&[u8]>; 16] = [None; 16];
+        let mut found: [Option<&[u8]>; ARG_KEYS.len()] = [None; ARG_KEYS.len()];
         for &(key, from, to) in members {
             if let Some(field) = arg_field(key) {
                 found[field] = Some(&text[from - start..to - start]);
@@ -377,14 +377,28 @@ fn slot_of(key: &[u8]) -> Res<usize> {
     })
 }
 
-/// The args field a key is (its index in INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS).
+/// The args fields' keys: INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS.
+const ARG_KEYS: [&str; INT_ARGS.len() + FLOAT_ARGS.len() + DIMENSION_ARGS.len()] = {
+    let (ints, floats) = (INT_ARGS.len(), FLOAT_ARGS.len());
+    let mut keys = [""; INT_ARGS.len() + FLOAT_ARGS.len() + DIMENSION_ARGS.len()];
+    let mut at = 0;
+    while at < keys.len() {
+        keys[at] = if at < ints {
+            INT_ARGS[at].0
+        } else if at < ints + floats {
+            FLOAT_ARGS[at - ints]
+        } else {
+            DIMENSION_ARGS[at - ints - floats]
+        };
+        at += 1;
+    }
+    keys
+};
+
+/// The args field a key is (its index in ARG_KEYS), over a plain array: the args' every key
+/// is looked up.
 fn arg_field(key: &[u8]) -> Option<usize> {
-    let keys = INT_ARGS
-        .iter()
-        .map(|field| field.0)
-        .chain(FLOAT_ARGS)
-        .chain(DIMENSION_ARGS);
-    keys.into_iter().position(|k| k.as_bytes() == key)
+    ARG_KEYS.iter().position(|k| k.as_bytes() == key)
 }
 
 fn time_value(cursor: &mut Cursor) -> Res<Option<i64>> {

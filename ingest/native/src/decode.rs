@@ -56,44 +56,97 @@ pub struct Events {
     pub dimensions: [[Column<i64>; 3]; 2],
 }
 
-/// One of the core's columns, by its kind.
-pub enum ColumnRef<'a> {
-    Str(&'a StrColumn),
-    Int(&'a Column<i64>),
-    Float(&'a Column<f64>),
+/// One of the core's columns, by its kind: borrowed (`ColumnRef`) or owned (`OwnedColumn`).
+pub enum ColumnOf<S, I, F> {
+    Str(S),
+    Int(I),
+    Float(F),
 }
 
+pub type ColumnRef<'a> = ColumnOf<&'a StrColumn, &'a Column<i64>, &'a Column<f64>>;
+pub type OwnedColumn = ColumnOf<StrColumn, Column<i64>, Column<f64>>;
+
 impl Events {
-    /// Every column, by the name Python knows it by: the event's key (pid_number and
-    /// tid_number for integer pids and tids, ts_ns and dur_ns for the times), the args
-    /// field's key, or grid_x .. block_z for the dimensions.
+    /// Every column, by the name Python knows it by (see `labelled`).
     pub fn columns(&self) -> Vec<(String, ColumnRef<'_>)> {
-        let text = ["ph", "cat", "name", "bp", "s"].iter().zip(&self.text);
-        let ids = ["pid", "tid", "id"].iter().zip(&self.ids);
-        let mut out: Vec<(String, ColumnRef)> = text
-            .chain(ids)
-            .chain([(&"args", &self.args)])
-            .map(|(key, column)| (key.to_string(), ColumnRef::Str(column)))
-            .collect();
-        let numbers = ["pid_number", "tid_number"].iter().zip(&self.id_numbers);
-        let times = [(&"ts_ns", &self.ts_ns), (&"dur_ns", &self.dur_ns)];
-        let ints = INT_ARGS.iter().map(|field| &field.0).zip(&self.int_args);
-        out.extend(
-            numbers
-                .chain(times)
-                .chain(ints)
-                .map(|(key, column)| (key.to_string(), ColumnRef::Int(column))),
-        );
-        for (key, column) in FLOAT_ARGS.iter().zip(&self.float_args) {
-            out.push((key.to_string(), ColumnRef::Float(column)));
-        }
-        for (key, columns) in DIMENSION_ARGS.iter().zip(&self.dimensions) {
-            for (axis, column) in ["x", "y", "z"].iter().zip(columns) {
-                out.push((format!("{key}_{axis}"), ColumnRef::Int(column)));
-            }
-        }
-        out
+        labelled(
+            self.text.each_ref(),
+            self.ids.each_ref(),
+            &self.args,
+            self.id_numbers.each_ref(),
+            [&self.ts_ns, &self.dur_ns],
+            self.int_args.each_ref(),
+            self.float_args.each_ref(),
+            self.dimensions.each_ref().map(|axes| axes.each_ref()),
+        )
     }
+
+    /// Every column, by name, given away: Python is lent the buffers without a copy.
+    pub fn into_columns(self) -> Vec<(String, OwnedColumn)> {
+        let Events {
+            text,
+            ids,
+            id_numbers,
+            ts_ns,
+            dur_ns,
+            args,
+            int_args,
+            float_args,
+            dimensions,
+            ..
+        } = self;
+        labelled(
+            text,
+            ids,
+            args,
+            id_numbers,
+            [ts_ns, dur_ns],
+            int_args,
+            float_args,
+            dimensions,
+        )
+    }
+}
+
+/// The columns by name: the event's key (pid_number and tid_number for integer pids and tids,
+/// ts_ns and dur_ns for the times), the args field's key, or grid_x .. block_z for the
+/// dimensions.
+#[allow(clippy::too_many_arguments)]
+fn labelled<S, I, F>(
+    text: [S; 5],
+    ids: [S; 3],
+    args: S,
+    numbers: [I; 2],
+    times: [I; 2],
+    ints: [I; 10],
+    floats: [F; 4],
+    dimensions: [[I; 3]; 2],
+) -> Vec<(String, ColumnOf<S, I, F>)> {
+    let text = ["ph", "cat", "name", "bp", "s"].iter().zip(text);
+    let ids = ["pid", "tid", "id"].iter().zip(ids);
+    let mut out: Vec<_> = text
+        .chain(ids)
+        .chain([(&"args", args)])
+        .map(|(key, column)| (key.to_string(), ColumnOf::Str(column)))
+        .collect();
+    let numbers = ["pid_number", "tid_number"].iter().zip(numbers);
+    let times = ["ts_ns", "dur_ns"].iter().zip(times);
+    let ints = INT_ARGS.iter().map(|field| &field.0).zip(ints);
+    out.extend(
+        numbers
+            .chain(times)
+            .chain(ints)
+            .map(|(key, column)| (key.to_string(), ColumnOf::Int(column))),
+    );
+    for (key, column) in FLOAT_ARGS.iter().zip(floats) {
+        out.push((key.to_string(), ColumnOf::Float(column)));
+    }
+    for (key, axes) in DIMENSION_ARGS.iter().zip(dimensions) {
+        for (axis, column) in ["x", "y", "z"].iter().zip(axes) {
+            out.push((format!("{key}_{axis}"), ColumnOf::Int(column)));
+        }
+    }
+    out
 }
 
 /// Decode a JSON array of events (surrounding whitespace allowed).
@@ -119,6 +172,7 @@ pub fn decode(data: &[u8]) -> Res<Events> {
     if cursor.pos != data.len() {
         return Err(Unsupported);
     }
+    events.pad_args();
     Ok(events)
 }
 
@@ -218,9 +272,6 @@ impl Events {
         }
         self.ts_ns.push(ts);
         self.dur_ns.push(dur);
-        if !seen[10] {
-            self.no_args();
-        }
         self.args.close(seen[10]).ok_or(Unsupported)?;
         self.count += 1;
         Ok(())
@@ -263,25 +314,22 @@ impl Events {
         Ok(Some(Some(number)))
     }
 
-    fn no_args(&mut self) {
-        for column in &mut self.int_args {
-            column.push(None);
-        }
-        for column in &mut self.float_args {
-            column.push(None);
-        }
-        for columns in &mut self.dimensions {
-            for column in columns {
-                column.push(None);
-            }
-        }
+    /// Pad the args fields' columns, each filled only up to its last value (`args_fields`),
+    /// with nulls to every event.
+    fn pad_args(&mut self) {
+        let rows = self.count;
+        self.int_args
+            .iter_mut()
+            .chain(self.dimensions.iter_mut().flatten())
+            .for_each(|c| c.fill_nulls_to(rows));
+        self.float_args.iter_mut().for_each(|c| c.fill_nulls_to(rows));
     }
 
     /// The modelled fields of the args just copied (`members`: the top-level keys of an
     /// object; none for another value).
     fn args_fields(&mut self, start: usize, members: &[Member]) -> Res<()> {
         let text = &self.args.data[start..];
-        let mut found: [Option<&[u8]>; 16] = [None; 16];
+        let mut found: [Option<&[u8]>; ARG_KEYS.len()] = [None; ARG_KEYS.len()];
         for &(key, from, to) in members {
             if let Some(field) = arg_field(key) {
                 found[field] = Some(&text[from - start..to - start]);
@@ -289,25 +337,23 @@ impl Events {
         }
         let (ints, rest) = found.split_at(INT_ARGS.len());
         let (floats, dimensions_found) = rest.split_at(FLOAT_ARGS.len());
+        let row = self.count;
         for ((column, &(_, low, high)), value) in self.int_args.iter_mut().zip(&INT_ARGS).zip(ints)
         {
-            column.push(
-                value
-                    .and_then(integer)
-                    .filter(|n| (low..=high).contains(n))
-                    .map(|n| n as i64),
-            );
+            let value = value.and_then(integer).filter(|n| (low..=high).contains(n));
+            if let Some(value) = value {
+                column.set(row, value as i64);
+            }
         }
         for (column, value) in self.float_args.iter_mut().zip(floats) {
-            column.push(match value {
-                Some(text) => float(text)?,
-                None => None,
-            });
+            if let Some(value) = value.map(float).transpose()?.flatten() {
+                column.set(row, value);
+            }
         }
         for (columns, value) in self.dimensions.iter_mut().zip(dimensions_found) {
             let items = value.and_then(dimensions).unwrap_or_default();
-            for (axis, column) in columns.iter_mut().enumerate() {
-                column.push(items.get(axis).copied());
+            for (column, &item) in columns.iter_mut().zip(&items) {
+                column.set(row, item);
             }
         }
         Ok(())
@@ -331,14 +377,28 @@ fn slot_of(key: &[u8]) -> Res<usize> {
     })
 }
 
-/// The args field a key is (its index in INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS).
+/// The args fields' keys: INT_ARGS, then FLOAT_ARGS, then DIMENSION_ARGS.
+const ARG_KEYS: [&str; INT_ARGS.len() + FLOAT_ARGS.len() + DIMENSION_ARGS.len()] = {
+    let (ints, floats) = (INT_ARGS.len(), FLOAT_ARGS.len());
+    let mut keys = [""; INT_ARGS.len() + FLOAT_ARGS.len() + DIMENSION_ARGS.len()];
+    let mut at = 0;
+    while at < keys.len() {
+        keys[at] = if at < ints {
+            INT_ARGS[at].0
+        } else if at < ints + floats {
+            FLOAT_ARGS[at - ints]
+        } else {
+            DIMENSION_ARGS[at - ints - floats]
+        };
+        at += 1;
+    }
+    keys
+};
+
+/// The args field a key is (its index in ARG_KEYS), over a plain array: the args' every key
+/// is looked up.
 fn arg_field(key: &[u8]) -> Option<usize> {
-    let keys = INT_ARGS
-        .iter()
-        .map(|field| field.0)
-        .chain(FLOAT_ARGS)
-        .chain(DIMENSION_ARGS);
-    keys.into_iter().position(|k| k.as_bytes() == key)
+    ARG_KEYS.iter().position(|k| k.as_bytes() == key)
 }
 
 fn time_value(cursor: &mut Cursor) -> Res<Option<i64>> {

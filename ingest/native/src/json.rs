@@ -18,6 +18,9 @@ pub const MAX_DEPTH: usize = 64;
 pub struct Cursor<'a> {
     pub buf: &'a [u8],
     pub pos: usize,
+    /// The keys of the objects being copied, innermost last (each object's are checked for a
+    /// repeat, then dropped): one buffer for them all, not an allocation per object.
+    keys: Vec<&'a [u8]>,
 }
 
 /// The bytes a string's plain run stops at: a quote, a backslash, a control character.
@@ -38,7 +41,11 @@ pub type Member<'a> = (&'a [u8], usize, usize);
 
 impl<'a> Cursor<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        Cursor { buf, pos: 0 }
+        Cursor {
+            buf,
+            pos: 0,
+            keys: Vec::new(),
+        }
     }
 
     pub fn peek(&self) -> Option<u8> {
@@ -194,12 +201,12 @@ impl<'a> Cursor<'a> {
         }
         self.pos += 1;
         out.push(b'{');
-        let mut keys: Vec<&[u8]> = Vec::new();
+        let first_key = self.keys.len();
         if !self.accept(b'}') {
             loop {
                 self.skip_whitespace();
                 let key = self.key()?;
-                keys.push(key);
+                self.keys.push(key);
                 out.push(b'"');
                 out.extend_from_slice(key);
                 out.extend_from_slice(b"\":");
@@ -218,7 +225,9 @@ impl<'a> Cursor<'a> {
             }
         }
         out.push(b'}');
-        check_unique(keys)
+        let unique = check_unique(&mut self.keys[first_key..]);
+        self.keys.truncate(first_key);
+        unique
     }
 
     fn copy_array(&mut self, out: &mut Vec<u8>, depth: usize) -> Res<()> {
@@ -252,7 +261,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// A repeated key is an error the reference names; here, unsupported.
-fn check_unique(mut keys: Vec<&[u8]>) -> Res<()> {
+fn check_unique(keys: &mut [&[u8]]) -> Res<()> {
     if keys.len() < 2 {
         return Ok(());
     }

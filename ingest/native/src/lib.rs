@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use columns::{Column, StrColumn, Validity};
-use decode::{ColumnRef, Events};
+use decode::{ColumnOf, Events};
 use tables::{Built, Plan};
 
 /// The bytes of a slice of plain numbers (i32, i64, f64), as Arrow lays them out.
@@ -103,14 +103,14 @@ fn values<T: Copy + Send + Sync + 'static>(
     buffers.into_pyobject(py).map(|t| t.into_any())
 }
 
-fn to_dict<'py>(py: Python<'py>, events: &Events) -> PyResult<Bound<'py, PyDict>> {
+fn to_dict(py: Python<'_>, events: Events) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
     out.set_item("events", events.count)?;
-    for (key, column) in events.columns() {
+    for (key, column) in events.into_columns() {
         let buffers = match column {
-            ColumnRef::Str(column) => strings(py, column.clone())?,
-            ColumnRef::Int(column) => values(py, column.clone())?,
-            ColumnRef::Float(column) => values(py, column.clone())?,
+            ColumnOf::Str(column) => strings(py, column)?,
+            ColumnOf::Int(column) => values(py, column)?,
+            ColumnOf::Float(column) => values(py, column)?,
         };
         out.set_item(key, buffers)?;
     }
@@ -126,7 +126,7 @@ fn decode_events<'py>(
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     let bytes = data.as_bytes();
     match py.allow_threads(|| decode::decode(bytes)) {
-        Ok(events) => to_dict(py, &events).map(Some),
+        Ok(events) => to_dict(py, events).map(Some),
         Err(json::Unsupported) => Ok(None),
     }
 }

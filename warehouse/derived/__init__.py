@@ -77,7 +77,7 @@ def refresh_derived(catalog, verify=False):
 
 def _refresh_unlocked(catalog, verify):
     """refresh_derived on an object store: the marts only (tracewh.duckdb is written to a
-    local path, by `tracewh duckdb-file`). No lock orders writers there: each mart commit
+    local path, by `refresh --duckdb-file`). No lock orders writers there: each mart commit
     is created only if its version is free, and a refresh that lost one to another writer's
     plans again from the newest snapshot and marts (a mart of a newer snapshot than its own
     is left as it is, see marts._plan). A run marked for recompute (one object per run, so

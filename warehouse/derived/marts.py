@@ -266,7 +266,9 @@ def _attached_library(catalog, snapshot, rules, runs, tables):
     copied into memory; None when the file is not of this library, rules and live helpers
     (or not there: a new warehouse), where `connect` defines the library. The file of any
     snapshot serves (the one being written beside, or the one before it): its tables are not
-    read."""
+    read. An object store's warehouse holds no such file (see `refresh --duckdb-file`)."""
+    if not catalog.store.local:
+        return None
     root = catalog.root.resolve()
     connection = attach_library(root, file_shape(root, rules, live_helpers(snapshot, rules)))
     if connection is None:

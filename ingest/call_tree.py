@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from . import ops
-from .ops import _Order, _Tree, _array, _codes, _mask, _stack
+from .ops import _Order, _Tree, _array, _mask, _stack, _unified
 from .summaries import contiguous
 from .writer import read_staged
 
@@ -55,7 +55,7 @@ READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_num
 def measure(staging, parts, trace_id):
     """{table: rows or None} of the trace staged in `staging` as `parts` ({table: part
     numbers}): its call_tree, kernel_ops, call_ancestors and backward_links."""
-    return tree_tables(read_staged(staging, parts, READ), trace_id)
+    return tree_tables(read_staged(staging, parts, READ, TEXT), trace_id)
 
 
 def tree_tables(staged, trace_id):
@@ -69,9 +69,16 @@ def tree_tables(staged, trace_id):
             "backward_links": None if tree is None else backward_table(staged, trace_id)}
 
 
+# The text columns the layers copy, held as Arrow dictionaries: each layer takes their
+# indices, not their text, and the Parquet writer writes the dictionary it is given instead of
+# hashing every value again (the four layers of a 254 MB trace are 1.5M rows).
+TEXT = ("category", "name", "pid", "tid")
+
+
 class _Events:
     """The trace's cpu_ops, runtime and instants rows, stacked in that order, as numpy
-    columns (an instant has no duration) and the Arrow columns the table copies."""
+    columns (an instant has no duration) and the Arrow columns the table copies (TEXT as
+    dictionaries)."""
 
     def __init__(self, staged):
         tables = [staged[source] for source in SOURCES]
@@ -79,14 +86,16 @@ class _Events:
         self.size = sum(sizes)
         self.source = np.repeat(np.arange(len(SOURCES)), sizes)
         self.columns = {name: contiguous(_stack(*(table[name] for table in tables)))
-                        for name in ("event_index", "category", "name", "pid", "tid", "ts_ns")}
+                        for name in ("event_index", "ts_ns")}
+        self.columns.update({name: _dictionary(_stack(*(table[name] for table in tables)))
+                             for name in TEXT})
         durations = contiguous(_stack(staged["cpu_ops"]["dur_ns"], staged["runtime"]["dur_ns"],
                                       pa.chunked_array([pa.nulls(sizes[2], pa.int64())])))
         self.columns["dur_ns"] = durations
         self.index = _array(self.columns["event_index"])
         self.ts = _array(self.columns["ts_ns"])
         self.span = np.maximum(_array(durations), 0)
-        pid, tid = _codes(self.columns["pid"]), _codes(self.columns["tid"])
+        pid, tid = (_array(self.columns[name].indices, fill=-1) for name in ("pid", "tid"))
         thread = (pid + 1) * (tid.max(initial=0) + 2) + tid + 1
         if thread.max(initial=0) > len(thread):  # many pids and tids: dense codes, <= rows
             thread = np.unique(thread, return_inverse=True)[1].reshape(-1)
@@ -103,18 +112,19 @@ def tree_table(staged, trace_id, trees=None):
     if not events.size:
         return None
     order = _Order(events)
-    category = events.columns["category"]
+    category, name = events.columns["category"], events.columns["name"]
     host = events.source < 2
     runtime, instant = events.source == 1, events.source == 2
     cpu = events.source == 0
-    python_module = _mask(pc.and_(pc.equal(category, "python_function"),
-                                  pc.starts_with(events.columns["name"], MODULE_PREFIX)))
+    python_module = (_matching(category, pc.equal, "python_function")
+                     & _matching(name, pc.starts_with, MODULE_PREFIX))
     layers = {"all": (host, host),
-              "cpu_op": (cpu & _mask(pc.equal(category, "cpu_op")), runtime | instant),
+              "cpu_op": (cpu & _matching(category, pc.equal, "cpu_op"), runtime | instant),
               "module": (cpu & python_module, runtime | instant),
-              "annotation": (cpu & _mask(pc.equal(category, "user_annotation")),
+              "annotation": (cpu & _matching(category, pc.equal, "user_annotation"),
                              runtime | instant)}
-    schema = TABLES["call_tree"].schema
+    schema = _with_dictionaries(TABLES["call_tree"].schema,
+                                ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     parts = []
     for layer, (member, others) in layers.items():
         tree = _Tree(events, order, member | others, member)
@@ -123,6 +133,35 @@ def tree_table(staged, trace_id, trees=None):
         if trees is not None and layer in PARENTS:
             trees[layer] = (tree, member)
     return pa.concat_tables(parts)
+
+
+def _dictionary(column):
+    """A DictionaryArray of a text column, plain or read as dictionaries (see read_staged)."""
+    if pa.types.is_dictionary(column.type):
+        return _unified(column)
+    return pc.dictionary_encode(contiguous(column).cast(pa.string()))
+
+
+def _matching(column, function, value):
+    """A boolean numpy array: `function(text, value)` of each row of a dictionary `column`
+    (NULL: false), computed once per distinct text."""
+    found = _mask(function(column.dictionary, value))
+    indices = _array(column.indices, fill=-1)
+    return found[indices] & (indices >= 0) if len(found) else np.zeros(len(indices), bool)
+
+
+def _with_dictionaries(schema, names):
+    """`schema` with the string columns `names` as dictionaries of int32 indices: written to
+    Parquet without the Arrow schema (see write_table), they are read back as the text they
+    are."""
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                      if f.name in names else f for f in schema])
+
+
+def _repeated(value, size):
+    """A dictionary column of `size` rows that all hold the text `value`."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(size, np.int32)),
+                                          pa.array([value], pa.string()))
 
 
 def _layer(events, order, tree, layer, member, placed, trace_id, schema):
@@ -144,10 +183,11 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
     taken = pa.array(rows)
     size = len(rows)
     columns = {
-        "trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
-        "layer": pa.repeat(pa.scalar(layer, pa.string()), size),
+        "trace_id": _repeated(trace_id, size),
+        "layer": _repeated(layer, size),
         "event_index": pa.array(events.index[rows]),
-        "source": pa.array(SOURCES).take(pa.array(events.source[rows])),
+        "source": pa.DictionaryArray.from_arrays(pa.array(events.source[rows].astype(np.int32)),
+                                                 pa.array(SOURCES, pa.string())),
         "cat": events.columns["category"].take(taken),
         "name": events.columns["name"].take(taken),
         "pid": events.columns["pid"].take(taken),
@@ -267,9 +307,9 @@ def backward_table(staged, trace_id):
     autograd node, by a `fwdbwd` flow, else by sequence number (ingest/ops.py's rules, those
     of _backward_links)."""
     cpu = staged["cpu_ops"]
-    is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
+    is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     calls = SimpleNamespace(ops=np.flatnonzero(is_op))
-    names = contiguous(cpu["name"]).take(pa.array(calls.ops, pa.int64()))
+    names = _dictionary(cpu["name"]).take(pa.array(calls.ops, pa.int64())).cast(pa.string())
     backward = np.flatnonzero(_mask(pc.starts_with(names, ops.BACKWARD_PREFIX)))
     if not len(backward):
         return None

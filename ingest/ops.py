@@ -130,8 +130,18 @@ class _Host:
 
 
 def _codes(column):
-    """Dense codes of a string column's values (NULL: -1)."""
+    """Dense codes of a string column's values (NULL: -1), plain or Arrow dictionaries."""
+    if pa.types.is_dictionary(column.type):
+        return _array(_unified(column).indices, fill=-1)
     return _array(pc.dictionary_encode(contiguous(column).cast(pa.string())).indices, fill=-1)
+
+
+def _unified(column):
+    """One DictionaryArray of a (chunked) dictionary column whose chunks' dictionaries
+    differ (Parquet's are per row group)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.unify_dictionaries()
+    return contiguous(column)
 
 
 def _sortable(groups, values):

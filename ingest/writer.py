@@ -83,19 +83,23 @@ class PartFiles:
         self.close()
 
 
-def read_staged(directory, parts, columns, filters=None):
+def read_staged(directory, parts, columns, filters=None, dictionaries=()):
     """{table: its staged parts' `columns`} for {table: columns} (parts: {table: part
     numbers}), each one table (empty, typed, where the trace has no part): what the
     per-trace tables measured after the chunks (step_time, op_time) read back, once; only
-    the rows that pass `filters` (pyarrow.parquet's, on every table) when given."""
+    the rows that pass `filters` (pyarrow.parquet's, on every table) when given. The text
+    columns named in `dictionaries` are read as Arrow dictionaries (Parquet's own: no
+    string per row is made)."""
     read = {}
     for name, wanted in columns.items():
+        coded = [column for column in wanted if column in dictionaries]
         tables = [pq.read_table(directory / staged_name(name, part), columns=wanted,
-                                filters=filters)
+                                filters=filters, read_dictionary=coded)
                   for part in parts.get(name, ())]
         schema = TABLES[name].schema
-        read[name] = (pa.concat_tables(tables) if tables else
-                      pa.table({c: pa.array([], schema.field(c).type) for c in wanted}))
+        empty = {c: pa.array([], schema.field(c).type) for c in wanted}
+        read[name] = (pa.concat_tables(tables) if tables else pa.table(
+            {c: empty[c].dictionary_encode() if c in coded else empty[c] for c in wanted}))
     return read
 
 

@@ -681,3 +681,51 @@ def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
                  "(SELECT count(*) FROM critical_path_edges) AS edges, "
                  "(SELECT count(*) FROM kernel_ops) AS kernels")[0]
     assert counts["ops"] > 0 and counts["edges"] > 0 and counts["kernels"] > 0
+
+
+# The call tree's text columns are held as Arrow dictionaries (ingest/call_tree.py): read
+# from the staged parts as Parquet's own dictionaries, and written as them, yet read back by
+# every engine as the plain text they are.
+
+def test_a_part_written_from_arrow_dictionaries_reads_back_as_plain_text(tmp_path):
+    from tracewh.ingest.writer import read_staged, write_part
+
+    names = pa.array(["aten::mm", None, "aten::mm", "nn.Module: M"])
+    write_part(tmp_path, "call_tree", 0, pa.table({"name": names.dictionary_encode()}))
+    written = pq.read_table(tmp_path / "call_tree.00000.parquet")
+    assert written.schema.field("name").type == pa.string()
+    assert written["name"].to_pylist() == names.to_pylist()
+    coded = read_staged(tmp_path, {"call_tree": [0]}, {"call_tree": ["name"]}, ("name",))
+    assert pa.types.is_dictionary(coded["call_tree"]["name"].type)
+    assert coded["call_tree"]["name"].to_pylist() == names.to_pylist()
+    empty = read_staged(tmp_path, {}, {"cpu_ops": ["name", "ts_ns"]}, ("name",))["cpu_ops"]
+    assert pa.types.is_dictionary(empty["name"].type) and empty.num_rows == 0
+
+
+def test_the_call_tree_from_dictionaries_equals_it_from_plain_text(tracewh, warehouse,
+                                                                     tmp_path):
+    """measure (text read as dictionaries) writes the rows tree_tables makes of the same
+    parts read as plain text, on a real trace: its tables' files, staged as parts."""
+    from tracewh.ingest import call_tree
+    from tracewh.ingest.pipeline import _measured_into
+    from tracewh.ingest.writer import read_staged
+    from tracewh.storage.layout import staged_name
+    from tracewh.storage.schema import TABLES
+
+    trace = shared("tracelens/h100/Falconsai_nsfw_image_detection__1016002.json.gz")
+    tracewh("ingest", trace, "--run", "r", "--phase", "infer")
+    staging, parts = tmp_path / "staging", {}
+    staging.mkdir()
+    for table in call_tree.READ:
+        for number, path in enumerate(sorted((warehouse / table).glob("run=r/**/*.parquet"))):
+            shutil.copy(path, staging / staged_name(table, number))
+            parts.setdefault(table, []).append(number)
+    written = _measured_into(staging, None, call_tree.measure, parts, "t")
+    plain = call_tree.tree_tables(read_staged(staging, parts, call_tree.READ), "t")
+    assert sorted(written) == sorted(name for name, rows in plain.items() if rows is not None)
+    assert {"call_tree", "kernel_ops", "call_ancestors"} <= set(written)
+    for table in written:
+        stored = pq.read_table(staging / staged_name(table, 0))
+        assert stored.schema == TABLES[table].schema, table
+        assert stored.equals(plain[table].cast(TABLES[table].schema)), table
+    assert plain["call_tree"].num_rows > 8_000

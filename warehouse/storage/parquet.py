@@ -38,8 +38,11 @@ def write_options(schema):
 
 
 def write_table(table, path):
-    """Write `table` to `path` with tracewh's options."""
-    pq.write_table(table, path, **write_options(table.schema))
+    """Write `table` to `path` with tracewh's options. A table with Arrow dictionaries is
+    written without the Arrow schema, so that its text is read back as the plain text it is
+    in Parquet (as parquet_writer's store_schema)."""
+    dictionaries = any(pa.types.is_dictionary(field.type) for field in table.schema)
+    pq.write_table(table, path, store_schema=not dictionaries, **write_options(table.schema))
 
 
 def parquet_writer(path, schema, store_schema=True):

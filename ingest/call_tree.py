@@ -55,7 +55,7 @@ READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_num
 def measure(staging, parts, trace_id):
     """{table: rows or None} of the trace staged in `staging` as `parts` ({table: part
     numbers}): its call_tree, kernel_ops, call_ancestors and backward_links."""
-    return tree_tables(read_staged(staging, parts, READ, TEXT), trace_id)
+    return tree_tables(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
 
 
 def tree_tables(staged, trace_id):

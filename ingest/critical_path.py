@@ -116,7 +116,7 @@ def measure(staging, parts, trace_id, kernel_names):
     """path_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
     staged = read_staged(staging, parts, COLUMNS)
     staged["syncs"] = read_staged(staging, parts, {"kernels": SYNC_COLUMNS},
-                                  [("category", "=", "cuda_sync")])["kernels"]
+                                  filters=[("category", "=", "cuda_sync")])["kernels"]
     return path_table(staged, trace_id, kernel_names)
 
 

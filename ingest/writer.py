@@ -83,7 +83,7 @@ class PartFiles:
         self.close()
 
 
-def read_staged(directory, parts, columns, filters=None, dictionaries=()):
+def read_staged(directory, parts, columns, *, filters=None, dictionaries=()):
     """{table: its staged parts' `columns`} for {table: columns} (parts: {table: part
     numbers}), each one table (empty, typed, where the trace has no part): what the
     per-trace tables measured after the chunks (step_time, op_time) read back, once; only

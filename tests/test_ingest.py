@@ -695,10 +695,12 @@ def test_a_part_written_from_arrow_dictionaries_reads_back_as_plain_text(tmp_pat
     written = pq.read_table(tmp_path / "call_tree.00000.parquet")
     assert written.schema.field("name").type == pa.string()
     assert written["name"].to_pylist() == names.to_pylist()
-    coded = read_staged(tmp_path, {"call_tree": [0]}, {"call_tree": ["name"]}, ("name",))
+    coded = read_staged(tmp_path, {"call_tree": [0]}, {"call_tree": ["name"]},
+                        dictionaries=("name",))
     assert pa.types.is_dictionary(coded["call_tree"]["name"].type)
     assert coded["call_tree"]["name"].to_pylist() == names.to_pylist()
-    empty = read_staged(tmp_path, {}, {"cpu_ops": ["name", "ts_ns"]}, ("name",))["cpu_ops"]
+    empty = read_staged(tmp_path, {}, {"cpu_ops": ["name", "ts_ns"]},
+                        dictionaries=("name",))["cpu_ops"]
     assert pa.types.is_dictionary(empty["name"].type) and empty.num_rows == 0
 
 

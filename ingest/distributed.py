@@ -16,7 +16,7 @@ import os
 import signal
 import uuid
 
-from tracewh.storage.batch import Transaction, commit_written, write_trace
+from tracewh.storage.batch import Transaction, commit_written, discard_written, write_trace
 from tracewh.storage.catalog import Catalog
 
 from .pipeline import IngestOutcome, _Committer, _stage_file, _unchanged
@@ -86,9 +86,8 @@ def ingest_with_engine(catalog, paths, options, engine, transaction=None, on_don
         if on_done:
             on_done(outcome)
     if options.strict and any(outcome.status == "failed" for outcome in outcomes):
-        for index, trace in written.items():
-            for where in trace.locations(catalog):
-                catalog.store.delete(where)
+        discard_written(catalog, written.values())
+        for index in written:
             outcomes[index] = IngestOutcome(outcomes[index].path, "skipped")
         return outcomes
     # in input order, as the in-process path numbers them (ingest_seq)

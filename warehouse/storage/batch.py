@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import delta, layout, links
+from . import delta, layout
 from .catalog import CommitResult, StagedTrace, _interrupt_deferred
 from .directory import TRACES
 from ..errors import WarehouseError, printable
@@ -73,14 +73,10 @@ def write_trace(catalog, trace, staging):
 
 
 def _make_partition(catalog, table, trace):
-    """The trace's run=/phase=/rank= directory of a local table made, and checked to be no
-    link (see `links`), before a file is put there; an object store has neither."""
+    """The trace's run=/phase=/rank= directory of a local table, before a file is put there;
+    an object store has none."""
     if catalog.store.local:
-        target = catalog.table_path(table) / trace.partition()
-        directories = [target.parents[1], target.parent, target]
-        links.check_no_links(directories)  # before mkdir, which would follow one
-        target.mkdir(parents=True, exist_ok=True)
-        links.check_no_links(directories)
+        catalog.make_partition(table, trace)
 
 
 def committed_version(catalog, app_id, version=None):
@@ -156,7 +152,7 @@ def _done(catalog, transaction, version=None):
 
 
 def _all_unchanged(catalog, written):
-    _discard(catalog, written)
+    discard_written(catalog, written)
     return {trace.staged.trace_id: CommitResult(None, "unchanged") for trace in written}
 
 
@@ -174,7 +170,7 @@ def _triage(catalog, snapshot, written, replace, replace_up_to):
         if key in seen or (existing and not replace):
             results[staged.trace_id] = CommitResult(existing[0] if existing else None,
                                                     "unchanged")
-            _discard(catalog, [trace])
+            discard_written(catalog, [trace])
             continue
         seen.add(key)
         gone = {t.trace_id for t in same_rank
@@ -185,7 +181,8 @@ def _triage(catalog, snapshot, written, replace, replace_up_to):
     return results, kept, replaced
 
 
-def _discard(catalog, written):
+def discard_written(catalog, written):
+    """Delete the files of `written` ([WrittenTrace]), which no commit names."""
     for trace in written:
         for where in trace.locations(catalog):
             catalog.store.delete(where)

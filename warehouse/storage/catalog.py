@@ -468,10 +468,8 @@ class Catalog:
                          for part in numbers} for table, numbers in parts.items()}
         if not self.store.local:
             return self._publish_unlocked(staged, staging, snapshot, files, replaced_ids)
-        targets = {table: self.table_path(table) / staged.partition() for table in parts}
-        for target in targets.values():  # each run=/phase=/rank= directory, before any move
-            target.mkdir(parents=True, exist_ok=True)
-            links.check_no_links([target.parents[1], target.parent, target])
+        # each run=/phase=/rank= directory, before any move
+        targets = {table: self.make_partition(table, staged) for table in parts}
         for table, numbers in parts.items():
             for part in numbers:
                 os.replace(staging / layout.staged_name(table, part),
@@ -501,6 +499,17 @@ class Catalog:
             self._follow_run_files(table, staged.run, versions[table], committed, removes, adds)
             versions[table] = committed
         return versions[TRACES]
+
+    def make_partition(self, table, staged):
+        """The run=/phase=/rank= directory of `staged` (a StagedTrace) in a local `table`,
+        made and checked to be no link (see `links`) before and after: mkdir would follow
+        one out of the warehouse. Return it."""
+        target = self.table_path(table) / staged.partition()
+        directories = [target.parents[1], target.parent, target]
+        links.check_no_links(directories)
+        target.mkdir(parents=True, exist_ok=True)
+        links.check_no_links(directories)
+        return target
 
     # -- an object store's commits: no lock ----------------------------------------------------
 

@@ -26,6 +26,7 @@ from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
 from . import call_tree, critical_path, identity, ops, reader, steps
+from .allocator import release_freed_memory
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize
@@ -161,6 +162,7 @@ def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secret
     finally:
         if files is not None:
             files.close()
+        release_freed_memory()  # the chunks' heap: the worker measures next, or idles
     return summaries, None
 
 
@@ -451,17 +453,23 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
 
 
 def _measured_into(staging, name, function, *arguments):
-    """Write `function(staging, *arguments)`, the table `name` (or None), or {table: rows or
-    None} when `name` is None, into `staging`; return the names of the tables written. Run in
-    a worker, which so sends back names, not tables: the critical path of a 254 MB trace is
-    84 MB of Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS."""
+    """Write `function(staging, *arguments)`, the table `name` (or None), or, when `name` is
+    None, (table, rows or None) pairs, a table's rows in as many pieces as it comes in (a row
+    group each), into `staging`; return the names of the tables written. Run in a worker,
+    which so sends back names, not tables: the critical path of a 254 MB trace is 84 MB of
+    Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS. The memory the
+    measure freed is then given back to the system: the worker holds nothing more, and the
+    ingest's other processes may be at their peak."""
     measured = function(staging, *arguments)
-    tables = measured if name is None else {name: measured}
     written = []
-    for table_name, table in tables.items():
-        if table is not None:
-            write_part(staging, table_name, 0, table)
-            written.append(table_name)
+    with PartFiles(staging, 0) as files:
+        for table_name, table in measured if name is None else [(name, measured)]:
+            if table is not None:
+                files.write(table_name, table)
+                if table_name not in written:
+                    written.append(table_name)
+            del table  # written: not held while the next piece is made
+    release_freed_memory()
     return written
 
 

@@ -390,16 +390,17 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-    # The ops' figures and the critical path are measured in the workers, whose cores are
-    # idle now, from the parts as staged, while this process merges the small ones and
-    # measures the steps.
-    op_rows = _in_worker(pool, _measured_into, staging, "op_time", ops.measure, dict(parts),
-                         trace_id, summaries.get("kernel_names"), default_fingerprint())
-    path_rows = _in_worker(pool, _measured_into, staging, "critical_path_edges",
-                           critical_path.measure, dict(parts), trace_id,
-                           summaries.get("kernel_names"))
-    tree_rows = _in_worker(pool, _measured_into, staging, None, call_tree.measure, dict(parts),
-                           trace_id)
+    # The per-trace tables are measured in a worker, whose core is idle now, from the parts
+    # as staged, while this process merges the small ones and measures the steps: one after
+    # another, each heap given back before the next, as each holds columns of the whole
+    # trace (200-250 MB of a worker's heap for the 254 MB trace): two at once in two workers
+    # were the ingest's peak of memory.
+    measured = _in_worker(pool, _measured_in_turn, staging, (
+        ("op_time", ops.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
+        ("critical_path_edges", critical_path.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"))),
+        (None, call_tree.measure, (dict(parts), trace_id))))
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
@@ -411,9 +412,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                                  summaries.get("gpu_intervals"), default_fingerprint())
     if step_rows is not None:
         summaries["step_time"] = step_rows
-    for written in (op_rows.result(), path_rows.result(), tree_rows.result()):
-        for name in written:
-            parts[name] = [0]
+    for name in measured.result():
+        parts[name] = [0]
     for replaced in merged:  # read by the worker until now
         replaced.unlink()
     for name, table in summaries.items():
@@ -471,6 +471,13 @@ def _measured_into(staging, name, function, *arguments):
             del table  # written: not held while the next piece is made
     release_freed_memory()
     return written
+
+
+def _measured_in_turn(staging, measures):
+    """_measured_into of each (name, function, arguments) of `measures` in turn; the names
+    of all the tables written."""
+    return [written for name, function, arguments in measures
+            for written in _measured_into(staging, name, function, *arguments)]
 
 
 def _in_worker(pool, function, *arguments):

@@ -405,6 +405,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
         merged += replaced
+    release_freed_memory()  # the merges' heap, while the worker measures
     if options.phase is None:  # the names only: a dictionary read of the runtime parts
         phase = identity.capture_phase(None, phase,
                                        staged_distinct(staging, parts, "runtime", "name"))

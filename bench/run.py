@@ -38,7 +38,8 @@
 The bars (#43) are printed last, side by side, each figure beside its goal: the ingest,
 refresh included, at most 0.25x json.load's time (and its MB/s); the native decode at least
 400 MB/s on one core; peak RSS at most 1.0x the 254 MB file, and at most 1.2x that for the 1 GB
-one; the refresh after one 8-rank run at most 0.3 s and 15% of the 254 MB ingest; HTA's load
+one (the command's own peak, and the PSS of the ingest's processes together, its workers
+included); the refresh after one 8-rank run at most 0.3 s and 15% of the 254 MB ingest; HTA's load
 at least 20x the ingest's time.
 
 `bench/run.py SECTION...` runs only those sections, of: startup, fleet, refresh, ingest, decode, scale,

@@ -25,3 +25,13 @@ def keep_freed_memory():
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, THRESHOLD))
+
+
+def release_freed_memory():
+    """Give the heap's free pages back to the system (glibc's malloc_trim; elsewhere nothing):
+    at the end of a phase of work in a long-lived worker, which keep_freed_memory otherwise
+    has hold its peak heap while the ingest's other processes reach theirs."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -53,20 +53,40 @@ READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_num
 
 
 def measure(staging, parts, trace_id):
-    """{table: rows or None} of the trace staged in `staging` as `parts` ({table: part
-    numbers}): its call_tree, kernel_ops, call_ancestors and backward_links."""
-    return tree_tables(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
+    """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
+    numbers}), see `pieces`: its call_tree, kernel_ops, call_ancestors and backward_links."""
+    return pieces(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
+
+
+def pieces(staged, trace_id):
+    """(table, rows or None) pairs of the trace's staged tables ({table: at least READ}), a
+    table's rows in one piece or more (call_tree: one per layer), each made as the one before
+    is taken: a writer that writes each piece as it comes holds one layer of the tree at a
+    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory)."""
+    trees = {}
+    layers = 0
+    for layer in _layers(staged, trace_id, trees):
+        layers += 1
+        yield "call_tree", layer
+        del layer  # taken: not held while the next layer is made
+    if not layers:
+        yield "call_tree", None
+    attributed = _attribution(staged, trees)
+    yield "kernel_ops", kernel_table(trace_id, trees, attributed)
+    yield "call_ancestors", None if not layers else ancestor_table(trace_id, trees,
+                                                                   attributed[3])
+    yield "backward_links", None if not layers else backward_table(staged, trace_id)
 
 
 def tree_tables(staged, trace_id):
-    """{table: rows or None} of the trace's staged tables ({table: at least READ})."""
-    trees = {}
-    tree = tree_table(staged, trace_id, trees)
-    attributed = _attribution(staged, trees)
-    return {"call_tree": tree, "kernel_ops": kernel_table(trace_id, trees, attributed),
-            "call_ancestors": None if tree is None
-            else ancestor_table(trace_id, trees, attributed[3]),
-            "backward_links": None if tree is None else backward_table(staged, trace_id)}
+    """{table: rows or None} of the trace's staged tables ({table: at least READ}): `pieces`
+    put together."""
+    tables = {}
+    for name, rows in pieces(staged, trace_id):
+        tables.setdefault(name, [])
+        if rows is not None:
+            tables[name].append(rows)
+    return {name: pa.concat_tables(rows) if rows else None for name, rows in tables.items()}
 
 
 # The text columns the layers copy, held as Arrow dictionaries: each layer takes their
@@ -106,11 +126,17 @@ def tree_table(staged, trace_id, trees=None):
     """The trace's call_tree rows (None when it has no host event), from its staged tables
     ({table: at least COLUMNS}); `trees` (a dict) is given the events and each layer's
     (_Tree, members)."""
+    layers = list(_layers(staged, trace_id, {} if trees is None else trees))
+    return pa.concat_tables(layers) if layers else None
+
+
+def _layers(staged, trace_id, trees):
+    """The call_tree rows of each layer in turn (none when the trace has no host event);
+    `trees` is given the events and, as each is made, a layer's (_Tree, members)."""
     events = _Events(staged)
-    if trees is not None:
-        trees["events"] = events
+    trees["events"] = events
     if not events.size:
-        return None
+        return
     order = _Order(events)
     category, name = events.columns["category"], events.columns["name"]
     host = events.source < 2
@@ -125,14 +151,11 @@ def tree_table(staged, trace_id, trees=None):
                              runtime | instant)}
     schema = _with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
-    parts = []
     for layer, (member, others) in layers.items():
         tree = _Tree(events, order, member | others, member)
-        parts.append(_layer(events, order, tree, layer, member, member | others, trace_id,
-                            schema))
-        if trees is not None and layer in PARENTS:
+        if layer in PARENTS:
             trees[layer] = (tree, member)
-    return pa.concat_tables(parts)
+        yield _layer(events, order, tree, layer, member, member | others, trace_id, schema)
 
 
 def _dictionary(column):

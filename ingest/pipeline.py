@@ -26,6 +26,7 @@ from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
 from . import call_tree, critical_path, identity, ops, reader, steps
+from .allocator import release_freed_memory
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize
@@ -161,6 +162,7 @@ def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secret
     finally:
         if files is not None:
             files.close()
+        release_freed_memory()  # the chunks' heap: the worker measures next, or idles
     return summaries, None
 
 
@@ -388,20 +390,22 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-    # The ops' figures and the critical path are measured in the workers, whose cores are
-    # idle now, from the parts as staged, while this process merges the small ones and
-    # measures the steps.
-    op_rows = _in_worker(pool, _measured_into, staging, "op_time", ops.measure, dict(parts),
-                         trace_id, summaries.get("kernel_names"), default_fingerprint())
-    path_rows = _in_worker(pool, _measured_into, staging, "critical_path_edges",
-                           critical_path.measure, dict(parts), trace_id,
-                           summaries.get("kernel_names"))
-    tree_rows = _in_worker(pool, _measured_into, staging, None, call_tree.measure, dict(parts),
-                           trace_id)
+    # The per-trace tables are measured in a worker, whose core is idle now, from the parts
+    # as staged, while this process merges the small ones and measures the steps: one after
+    # another, each heap given back before the next, as each holds columns of the whole
+    # trace (200-250 MB of a worker's heap for the 254 MB trace): two at once in two workers
+    # were the ingest's peak of memory.
+    measured = _in_worker(pool, _measured_in_turn, staging, (
+        ("op_time", ops.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
+        ("critical_path_edges", critical_path.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"))),
+        (None, call_tree.measure, (dict(parts), trace_id))))
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
         merged += replaced
+    release_freed_memory()  # the merges' heap, while the worker measures
     if options.phase is None:  # the names only: a dictionary read of the runtime parts
         phase = identity.capture_phase(None, phase,
                                        staged_distinct(staging, parts, "runtime", "name"))
@@ -409,9 +413,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                                  summaries.get("gpu_intervals"), default_fingerprint())
     if step_rows is not None:
         summaries["step_time"] = step_rows
-    for written in (op_rows.result(), path_rows.result(), tree_rows.result()):
-        for name in written:
-            parts[name] = [0]
+    for name in measured.result():
+        parts[name] = [0]
     for replaced in merged:  # read by the worker until now
         replaced.unlink()
     for name, table in summaries.items():
@@ -451,18 +454,31 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
 
 
 def _measured_into(staging, name, function, *arguments):
-    """Write `function(staging, *arguments)`, the table `name` (or None), or {table: rows or
-    None} when `name` is None, into `staging`; return the names of the tables written. Run in
-    a worker, which so sends back names, not tables: the critical path of a 254 MB trace is
-    84 MB of Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS."""
+    """Write `function(staging, *arguments)`, the table `name` (or None), or, when `name` is
+    None, (table, rows or None) pairs, a table's rows in as many pieces as it comes in (a row
+    group each), into `staging`; return the names of the tables written. Run in a worker,
+    which so sends back names, not tables: the critical path of a 254 MB trace is 84 MB of
+    Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS. The memory the
+    measure freed is then given back to the system: the worker holds nothing more, and the
+    ingest's other processes may be at their peak."""
     measured = function(staging, *arguments)
-    tables = measured if name is None else {name: measured}
     written = []
-    for table_name, table in tables.items():
-        if table is not None:
-            write_part(staging, table_name, 0, table)
-            written.append(table_name)
+    with PartFiles(staging, 0) as files:
+        for table_name, table in measured if name is None else [(name, measured)]:
+            if table is not None:
+                files.write(table_name, table)
+                if table_name not in written:
+                    written.append(table_name)
+            del table  # written: not held while the next piece is made
+    release_freed_memory()
     return written
+
+
+def _measured_in_turn(staging, measures):
+    """_measured_into of each (name, function, arguments) of `measures` in turn; the names
+    of all the tables written."""
+    return [written for name, function, arguments in measures
+            for written in _measured_into(staging, name, function, *arguments)]
 
 
 def _in_worker(pool, function, *arguments):

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracewh.storage.layout import staged_name
-from tracewh.storage.parquet import parquet_writer, write_table
+from tracewh.storage.parquet import holds_dictionaries, parquet_writer, write_table
 from tracewh.storage.schema import TABLES
 
 from .summaries import contiguous
@@ -54,9 +54,9 @@ def write_part(directory, name, part, table):
 
 
 class PartFiles:
-    """The part files, one per table, that one process writes a trace's chunks into: each
-    chunk's table is a row group appended to its table's file, which is complete once
-    closed (a context manager)."""
+    """The part files, one per table, that one process writes a trace's chunks (or a
+    measured table's pieces) into: each table given is a row group appended to its table's
+    file, which is complete once closed (a context manager)."""
 
     def __init__(self, directory, part):
         self.directory = directory
@@ -67,7 +67,8 @@ class PartFiles:
         writer = self._writers.get(name)
         if writer is None:
             writer = parquet_writer(self.directory / staged_name(name, self.part),
-                                    table.schema)
+                                    table.schema,
+                                    store_schema=not holds_dictionaries(table.schema))
             self._writers[name] = writer
         writer.write_table(table)
 

@@ -41,8 +41,14 @@ def write_table(table, path):
     """Write `table` to `path` with tracewh's options. A table with Arrow dictionaries is
     written without the Arrow schema, so that its text is read back as the plain text it is
     in Parquet (as parquet_writer's store_schema)."""
-    dictionaries = any(pa.types.is_dictionary(field.type) for field in table.schema)
-    pq.write_table(table, path, store_schema=not dictionaries, **write_options(table.schema))
+    pq.write_table(table, path, store_schema=not holds_dictionaries(table.schema),
+                   **write_options(table.schema))
+
+
+def holds_dictionaries(schema):
+    """Whether a column of `schema` is an Arrow dictionary: such a file is written without
+    the Arrow schema (see write_table)."""
+    return any(pa.types.is_dictionary(field.type) for field in schema)
 
 
 def parquet_writer(path, schema, store_schema=True):

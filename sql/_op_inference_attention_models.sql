@@ -11,7 +11,8 @@
 --           decode[...] (the generation terms)
 -- with, over the context (prefill) and generation (decode) requests, sq the query tokens,
 -- sk the key/value tokens, sqsq the sum of sq^2 and sqsk the sum of sq x sk. A captured op
--- that a graph launch replayed (_graph_op_calls) ran in the replay's step: its lengths are
+-- whose kernels a graph launch replayed (graph_replay_kernels: a captured launch on its
+-- thread within the call) ran in the replay's step: its lengths are
 -- those of the annotation enclosing the graph launch, one row per launch (launch_*
 -- columns), and it has no row of its own in the capture. A call without such an annotation
 -- is absent.
@@ -30,7 +31,7 @@
 --           new tokens' K, V) + ((c_sk - c_sq) + (g_sk - g_sq)) Hkv (d_qk + d_v) x K's size
 --           (the cached K, V)
 --
--- Reads: cpu_ops, runtime, _graph_op_calls, _dtypes
+-- Reads: cpu_ops, runtime, graph_replay_kernels, _dtypes
 --
 -- Columns:
 --   run, phase, rank     partition (of the call: the capture's for a replayed op)
@@ -66,7 +67,7 @@ WITH specs AS (
 ),
 calls AS (
   SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.name, o.pid, o.tid, o.ts_ns,
-         s.decode_only,
+         o.dur_ns, s.decode_only,
          json_extract_string(o.args, '$."Input type"[' || CAST(s.q_at AS VARCHAR) || ']')
            AS a_type,
          json_extract_string(o.args, '$."Input type"[' || CAST(s.k_at AS VARCHAR) || ']')
@@ -145,14 +146,33 @@ iterations AS (
          CAST(TRY_CAST(coalesce(nullif(g_sqsk_text, ''), '0') AS BIGINT) AS DOUBLE) AS g_sqsk
   FROM fields
 ),
-replayed AS (
-  -- each captured call with the graph launch that replayed it (its thread and start)
-  SELECT DISTINCT g.run, g.op_phase, g.rank, g.op_trace_id, g.event_index, g.phase,
-         g.trace_id, g.launch_event_index, l.pid, l.tid, l.ts_ns
-  FROM _graph_op_calls AS g
+captured AS (
+  -- the captured launches whose kernels a graph launch replayed: their thread and start in
+  -- the capture, and the graph launch (its thread and start in the replay)
+  SELECT g.run, g.capture_phase, g.rank, g.capture_trace_id, cl.pid AS capture_pid,
+         cl.tid AS capture_tid, cl.ts_ns AS capture_ts_ns, g.phase, g.trace_id,
+         g.launch_event_index, l.pid, l.tid, l.ts_ns
+  FROM (SELECT DISTINCT run, phase, rank, trace_id, launch_event_index, capture_phase,
+               capture_trace_id, captured_launch_event_index
+        FROM graph_replay_kernels
+        WHERE captured_launch_event_index IS NOT NULL) AS g
+  JOIN runtime AS cl
+    ON cl.run = g.run AND cl.phase = g.capture_phase AND cl.rank = g.rank
+   AND cl.trace_id = g.capture_trace_id AND cl.event_index = g.captured_launch_event_index
   JOIN runtime AS l
     ON l.run = g.run AND l.phase = g.phase AND l.rank = g.rank AND l.trace_id = g.trace_id
    AND l.event_index = g.launch_event_index
+),
+replayed AS (
+  -- each call that put kernels into a captured graph (a captured launch on its thread
+  -- within it), with each graph launch that replayed them
+  SELECT DISTINCT c.run, c.phase, c.rank, c.trace_id, c.event_index, g.phase AS launch_phase,
+         g.trace_id AS launch_trace_id, g.launch_event_index, g.pid, g.tid, g.ts_ns
+  FROM calls AS c
+  JOIN captured AS g
+    ON g.run = c.run AND g.capture_phase = c.phase AND g.rank = c.rank
+   AND g.capture_trace_id = c.trace_id AND g.capture_pid = c.pid AND g.capture_tid = c.tid
+   AND g.capture_ts_ns >= c.ts_ns AND g.capture_ts_ns < c.ts_ns + c.dur_ns
 ),
 placed AS (
   -- where each call ran: itself, or (a replayed call) each graph launch that replayed it
@@ -161,15 +181,15 @@ placed AS (
          CAST(NULL AS VARCHAR) AS launch_trace_id, CAST(NULL AS BIGINT) AS launch_event_index
   FROM calls AS c
   WHERE NOT EXISTS (SELECT 1 FROM replayed AS r
-                    WHERE r.run = c.run AND r.op_phase = c.phase AND r.rank = c.rank
-                      AND r.op_trace_id = c.trace_id AND r.event_index = c.event_index)
+                    WHERE r.run = c.run AND r.phase = c.phase AND r.rank = c.rank
+                      AND r.trace_id = c.trace_id AND r.event_index = c.event_index)
   UNION ALL
-  SELECT c.*, r.phase, r.trace_id, r.pid, r.tid, r.ts_ns, r.phase, r.trace_id,
-         r.launch_event_index
+  SELECT c.*, r.launch_phase, r.launch_trace_id, r.pid, r.tid, r.ts_ns, r.launch_phase,
+         r.launch_trace_id, r.launch_event_index
   FROM calls AS c
   JOIN replayed AS r
-    ON r.run = c.run AND r.op_phase = c.phase AND r.rank = c.rank
-   AND r.op_trace_id = c.trace_id AND r.event_index = c.event_index
+    ON r.run = c.run AND r.phase = c.phase AND r.rank = c.rank
+   AND r.trace_id = c.trace_id AND r.event_index = c.event_index
 ),
 annotated AS (
   -- the innermost enclosing iteration annotation (the latest started)

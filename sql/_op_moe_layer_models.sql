@@ -58,16 +58,41 @@ calls AS (
   FROM specs AS s
   JOIN cpu_ops AS o ON o.name = s.name AND o.args LIKE '%"Input Dims"%'
 ),
+threads AS (
+  SELECT DISTINCT run, phase, rank, trace_id, pid, tid FROM calls
+),
+marks AS (
+  -- the calls and the ops with shapes on their threads, in start order, each op with the
+  -- start of the latest call started before it (calls of the layer op do not nest): found
+  -- by a scan of the thread, not by pairing every call with every op
+  SELECT *,
+         max(CASE WHEN is_call THEN ts_ns END) OVER (
+           PARTITION BY run, phase, rank, trace_id, pid, tid
+           ORDER BY ts_ns, CASE WHEN is_call THEN 0 ELSE 1 END, event_index
+           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS call_ts
+  FROM (
+    SELECT run, phase, rank, trace_id, pid, tid, ts_ns, event_index, name,
+           CAST(NULL AS VARCHAR) AS args, true AS is_call
+    FROM calls
+    UNION ALL
+    SELECT o.run, o.phase, o.rank, o.trace_id, o.pid, o.tid, o.ts_ns, o.event_index, o.name,
+           o.args, false AS is_call
+    FROM cpu_ops AS o
+    JOIN threads AS t
+      ON t.run = o.run AND t.phase = o.phase AND t.rank = o.rank AND t.trace_id = o.trace_id
+     AND t.pid = o.pid AND t.tid = o.tid
+    WHERE o.category = 'cpu_op' AND o.args LIKE '%"Input Dims"%'
+  ) AS both_kinds
+),
 inner_ops AS (
   -- the ops with shapes the call runs on its thread
-  SELECT c.run, c.phase, c.rank, c.trace_id, c.event_index, c.experts, i.name, i.ts_ns,
-         i.event_index AS inner_index, i.args
-  FROM calls AS c
-  JOIN cpu_ops AS i
-    ON i.run = c.run AND i.phase = c.phase AND i.rank = c.rank AND i.trace_id = c.trace_id
-   AND i.pid = c.pid AND i.tid = c.tid AND i.ts_ns >= c.ts_ns
-   AND i.ts_ns < c.ts_ns + c.dur_ns AND i.event_index <> c.event_index
-  WHERE i.category = 'cpu_op' AND i.args LIKE '%"Input Dims"%'
+  SELECT c.run, c.phase, c.rank, c.trace_id, c.event_index, c.experts, m.name, m.ts_ns,
+         m.event_index AS inner_index, m.args
+  FROM marks AS m
+  JOIN calls AS c
+    ON c.run = m.run AND c.phase = m.phase AND c.rank = m.rank AND c.trace_id = m.trace_id
+   AND c.pid = m.pid AND c.tid = m.tid AND c.ts_ns = m.call_ts
+  WHERE NOT m.is_call AND m.ts_ns < c.ts_ns + c.dur_ns AND m.event_index <> c.event_index
 ),
 topk AS (
   SELECT run, phase, rank, trace_id, event_index,

@@ -384,9 +384,10 @@ def library():
         connection.execute("CREATE TABLE runtime (run VARCHAR, phase VARCHAR, rank INTEGER, "
                            "trace_id VARCHAR, event_index BIGINT, ts_ns BIGINT, pid VARCHAR, "
                            "tid VARCHAR)")
-        connection.execute("CREATE TABLE _graph_op_calls (run VARCHAR, phase VARCHAR, "
+        connection.execute("CREATE TABLE graph_replay_kernels (run VARCHAR, phase VARCHAR, "
                            "rank INTEGER, trace_id VARCHAR, launch_event_index BIGINT, "
-                           "op_phase VARCHAR, op_trace_id VARCHAR, event_index BIGINT)")
+                           "capture_phase VARCHAR, capture_trace_id VARCHAR, "
+                           "captured_launch_event_index BIGINT)")
         for module in ("_dtypes", "_op_vector_models", "_op_inference_attention_models",
                        "_op_triton_models", "_op_matrix_models", "_op_moe_layer_models",
                        "_op_models"):

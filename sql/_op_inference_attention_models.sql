@@ -23,7 +23,7 @@
 -- K and V are sized in K's type (a FP8 cache is 1 byte).
 -- decode_only: the kernel runs generation requests only (its context terms are 0).
 -- window_at: the Concrete Input that is the sliding window W (<= 0: none); with one, each
--- generation request attends to at most W keys, approximated over the sums as
+-- generation request attends to at most W keys, which the sums can only bound:
 -- min(g_sk, g_sq W) and min(g_sqsk, g_sq W) (TraceLens's cap).
 -- Formulas (TraceLens's InferenceAttention; context attention is causal within the chunk):
 --   flops = Hq (d_qk + d_v) (2 c_sqsk - c_sqsq + 2 g_sqsk)

@@ -3,7 +3,8 @@
 -- modeled here; the memory-bound ops (elementwise, norms, RoPE, reductions, KV-cache
 -- writes) in _op_vector_models, inference attention in _op_inference_attention_models and
 -- torch.compile's Triton kernels in _op_triton_models, MoE, grouped and vendor GEMMs in
--- _op_matrix_models, whose calls this view adds.
+-- _op_matrix_models, MoE layer ops (vllm::moe_forward) in _op_moe_layer_models, whose calls
+-- this view adds.
 -- A call is modeled when its cpu_op is one of the ops listed in `specs` below and its args
 -- hold `Input Dims` (the profiler's record_shapes); a call whose shapes do not give the model's
 -- dimensions is absent. One op per computation is modeled, the one that launches the GPU work
@@ -32,12 +33,17 @@
 --     weight + input per gradient, grad_output + bias for the bias gradient.
 --
 -- Reads: cpu_ops, _dtypes, _op_vector_models, _op_inference_attention_models,
---   _op_triton_models, _op_matrix_models
+--   _op_triton_models, _op_matrix_models, _op_moe_layer_models
 --
 -- Columns:
 --   run, phase, rank   partition
 --   trace_id           the trace of the call
 --   event_index        the call's cpu_op event
+--   launch_phase       for a model that holds for one graph launch of a replayed op only
+--                      (inference attention: the lengths of the replay's step), the
+--                      replay's phase; NULL when the model holds for every run of the call
+--   launch_trace_id    that graph launch's trace (NULL likewise)
+--   launch_event_index that graph launch (runtime event; NULL likewise)
 --   name               the op (aten::addmm, ...)
 --   family             gemm, attention or convolution (and the other modules' families:
 --                      moe, elementwise, norm, ...)
@@ -311,7 +317,7 @@ conv_model AS (
          END AS bytes
   FROM conv_flops
 ),
-models AS (
+shape_models AS (
   SELECT * FROM gemm_model
   UNION ALL
   SELECT * FROM attention_model
@@ -324,17 +330,30 @@ models AS (
   UNION ALL
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          flops, bytes
-  FROM _op_inference_attention_models
-  UNION ALL
-  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
-         flops, bytes
   FROM _op_triton_models
   UNION ALL
   SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
          flops, bytes
   FROM _op_matrix_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes, a_type, dtype,
+         flops, bytes
+  FROM _op_moe_layer_models
+),
+models AS (
+  -- the models of the shapes alone hold for every run of a call; inference attention's,
+  -- from the annotation of the step, for one graph launch when replayed
+  SELECT run, phase, rank, trace_id, event_index, CAST(NULL AS VARCHAR) AS launch_phase,
+         CAST(NULL AS VARCHAR) AS launch_trace_id, CAST(NULL AS BIGINT) AS launch_event_index,
+         name, family, pass, shapes, a_type, dtype, flops, bytes
+  FROM shape_models
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, launch_phase, launch_trace_id,
+         launch_event_index, name, family, pass, shapes, a_type, dtype, flops, bytes
+  FROM _op_inference_attention_models
 )
-SELECT run, phase, rank, trace_id, event_index, name, family, pass, shapes,
+SELECT run, phase, rank, trace_id, event_index, launch_phase, launch_trace_id,
+       launch_event_index, name, family, pass, shapes,
        a_type AS input_type, dtype, TRY_CAST(flops AS BIGINT) AS flops,
        TRY_CAST(bytes AS BIGINT) AS bytes
 FROM models

@@ -86,10 +86,12 @@ calls AS (
          dtype, flops, bytes, ts_ns, dur_ns, pid, tid, gpu_self_busy_ns, gpu_total_busy_ns,
          phase AS op_phase, trace_id AS op_trace_id,
          CAST(NULL AS BIGINT) AS launch_event_index, false AS via_capture
-  FROM eager
+  FROM eager AS e
+  WHERE e.launch_event_index IS NULL
   UNION ALL
-  -- a captured op replayed by a graph launch: its model from the capture's shapes, its GPU
-  -- time the replayed kernels' (_graph_op_calls), in the replay's run, phase and trace
+  -- a captured op replayed by a graph launch: its model from the capture's shapes (or, for
+  -- one launch only, from that launch's step annotation), its GPU time the replayed kernels'
+  -- (_graph_op_calls), in the replay's run, phase and trace
   SELECT g.run, g.phase, g.rank, g.trace_id, e.event_index, e.name, e.family, e.pass,
          e.shapes, e.input_type, e.dtype, e.flops, e.bytes, e.ts_ns, e.dur_ns, e.pid, e.tid,
          g.gpu_self_busy_ns, g.gpu_total_busy_ns, e.phase AS op_phase,
@@ -98,6 +100,9 @@ calls AS (
   JOIN _graph_op_calls AS g
     ON g.run = e.run AND g.op_phase = e.phase AND g.rank = e.rank
    AND g.op_trace_id = e.trace_id AND g.event_index = e.event_index
+   AND (e.launch_event_index IS NULL
+        OR (e.launch_phase = g.phase AND e.launch_trace_id = g.trace_id
+            AND e.launch_event_index = g.launch_event_index))
 ),
 enclosing AS (
   -- a modeled call that launched nothing itself around a modeled call of its family on its

@@ -228,6 +228,23 @@ def op_family(name):
     return vector_family(name)
 
 
+def tracelens_moe(stage, m, k, n, experts, topk, gated, in_b, w_b, out_b):
+    """TraceLens's FusedMoE / UnfusedMoE_Up / UnfusedMoE_Down flops_func and bytes_func
+    (PerfModel/extensions/moe_perf_model_extensions.py at commit 171dd747)."""
+    g = 2 if gated else 1
+    active = experts * (1 - ((experts - topk) / experts) ** m)
+    if stage == "fused":
+        flops = 2 * m * k * n * topk * g + 2 * m * k * n * topk + m * k * (2 * topk - 1)
+        moved = m * k * in_b + active * n * k * w_b * g + active * n * k * w_b + m * k * out_b
+    elif stage == "up":
+        flops = 2 * m * k * n * topk * g
+        moved = m * k * in_b + active * g * k * n * w_b + m * n * topk * out_b
+    else:
+        flops = 2 * m * n * k * topk
+        moved = m * n * topk * in_b + active * n * k * w_b + m * k * out_b
+    return flops, round(moved)
+
+
 def _bytes(*terms):
     """Sum of elements x element size; None when a size is unknown."""
     if any(size is None for count, size in terms if count):

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from tracewh.cli import cli
 
 from .conftest import SHARED, mart_frame, require
+from .reference import tracelens_moe
 
 INFERENCE = SHARED / "tracelens" / "inference"
 REPLAY = INFERENCE / "vllm_decode_full_graph_execution.json.gz"
@@ -219,8 +220,11 @@ def test_replayed_ops_are_measured_like_tracelens(paired):
     calls, FLOPs, bytes (its MB are 2^20 bytes) and kernel time (within 1 ns per call): the 72
     replayed aten::addmm in three shapes (e.g. 24 of 32 x 2880 x 5120 with a bias, 943,882,240
     FLOPs and 30,013,440 bytes each), 48 aiter::rmsnorm2d_fwd_with_add_ck, 1 aiter::rms_norm,
-    and the logits' aten::mm the replay trace ran itself. TraceLens lists the
-    vllm::rocm_unquantized_gemm around each GEMM too; tracewh models the op that launches."""
+    the 24 vllm::unified_attention_with_output, whose sequence lengths are those of the
+    replay's step annotation around the graph launch (32 decode requests, 55,086 keys:
+    902,529,024 FLOPs and 113,340,416 bytes each), and the logits' aten::mm the replay trace
+    ran itself. TraceLens lists the vllm::rocm_unquantized_gemm around each GEMM too; tracewh
+    models the op that launches."""
     with PERF.open() as handle:
         expected = {}
         for row in csv.DictReader(handle):
@@ -245,3 +249,47 @@ def test_replayed_ops_are_measured_like_tracelens(paired):
         assert abs(op["ns"] - ns * 1000) <= calls, key
         assert op["replayed"] == (key[0] != "aten::mm"), key
         assert op["op_phase"] == ("decode" if key[0] == "aten::mm" else "capture"), key
+
+
+def capture_moe_shapes():
+    """(M, K, E, t, N, packing) of the capture's first vllm::moe_forward, read from the
+    trace's JSON: x and the router logits from its shapes, t from the TopK op inside it, the
+    weights from the 3-D unsigned char (MXFP4, two values a byte) views inside it, K-major:
+    w1 [E, K/2, 2N], w2 [E, N/2, K]."""
+    (path,) = CAPTURE.glob("*.json.gz")
+    with gzip.open(path) as handle:
+        events = [e for e in json.load(handle)["traceEvents"] if e.get("cat") == "cpu_op"]
+    layer = min((e for e in events if e["name"] == "vllm::moe_forward"), key=lambda e: e["ts"])
+    inside = sorted((e for e in events if e["tid"] == layer["tid"]
+                     and layer["ts"] <= e["ts"] < layer["ts"] + layer["dur"]),
+                    key=lambda e: e["ts"])
+    (m, k), (_, experts) = layer["args"]["Input Dims"][:2]
+    topk = next(int(e["args"]["Concrete Inputs"][1]) for e in inside if e["name"] == "TopK")
+    w1, w2 = [e["args"]["Input Dims"][0] for e in inside
+              if e["args"].get("Input type", [None])[0] == "unsigned char"
+              and len(e["args"]["Input Dims"][0]) == 3 and e["args"]["Input Dims"][0][0] == experts]
+    packing = k // w1[1]
+    assert w2[2] == k and w1[2] == 2 * w2[1] * packing
+    return m, k, experts, topk, w2[1] * packing
+
+
+def test_moe_forward_is_measured_from_the_weights_it_runs(paired):
+    """The 24 replayed vllm::moe_forward (gpt-oss: 32 experts, 4 a token, MXFP4 weights):
+    the intermediate size is the weights' 2,944 (2,880 padded), not TraceLens's guess of the
+    hidden size (3,072: its report, run with --enable_pseudo_ops, gives the two GEMMs 4.832
+    and 2.416 GFLOPs). FLOPs and bytes against TraceLens's unfused MoE formulas with the
+    trace's sizes (reference.tracelens_moe), plus the weighted sum of each token's 4 outputs
+    and the per-expert output it reads; its GPU time is the replayed kernels' of the layer,
+    routing included (op_stats' total)."""
+    m, k, experts, topk, n = capture_moe_shapes()
+    assert (m, k, experts, topk, n) == (32, 3072, 32, 4, 2944)
+    up = tracelens_moe("up", m, k, n, experts, topk, True, 2, 0.5, 2)
+    down = tracelens_moe("down", m, k, n, experts, topk, False, 2, 0.5, 2)
+    rows = query(paired, "SELECT flops, bytes, gpu_busy_ns, via_capture FROM op_perf "
+                         "WHERE phase = 'decode' AND name = 'vllm::moe_forward'")
+    (total,) = query(paired, "SELECT gpu_total_busy_ns FROM op_stats WHERE phase = 'decode' "
+                             "AND name = 'vllm::moe_forward'")
+    assert len(rows) == 24 and all(r["via_capture"] for r in rows)
+    assert {r["flops"] for r in rows} == {up[0] + down[0] + m * k * (2 * topk - 1)}
+    assert all(abs(r["bytes"] - (up[1] + down[1] + 2 * m * topk * k * 2)) <= 2 for r in rows)
+    assert sum(r["gpu_busy_ns"] for r in rows) == total["gpu_total_busy_ns"]

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from tracewh.cli import cli
 
 from .conftest import ROOT, SHARED, load_reference, require
-from .reference import ATTENTION, ELEMENT_BYTES, SEQUENCE_FIRST, op_family, op_model
-from .vector_reference import INFERENCE_ATTENTION, inference_attention_model
+from .reference import (ATTENTION, ELEMENT_BYTES, SEQUENCE_FIRST, op_family, op_model,
+                        tracelens_moe)
+from .vector_reference import INFERENCE_ATTENTION, inference_attention_model, iteration_sums
 
 TRACELENS = Path(__file__).resolve().parent / "tracelens"
 FALCON = "Falconsai_nsfw_image_detection__1016002.json.gz"
@@ -89,13 +90,13 @@ def test_models_match_the_reference_on_every_call(perf_warehouse, every_row):
         calls = []
         events = load_reference(path)["traceEvents"]
         iterations = [e for e in events if e.get("cat") == "user_annotation"
-                      and e["name"].startswith("execute_")]
+                      and iteration_sums(e["name"]) is not None]
         for index, event in enumerate(events):
             if event.get("cat") != "cpu_op":
                 continue
             if event["name"] in INFERENCE_ATTENTION:
                 model = inference_attention_model(
-                    event["args"], iteration_of(event, iterations), ELEMENT_BYTES)
+                    event["name"], event["args"], iteration_of(event, iterations), ELEMENT_BYTES)
             else:
                 model = op_model(event["name"], event.get("args", {}))
             if model:
@@ -355,6 +356,7 @@ def test_a_bad_peaks_file_is_one_error_line(perf_warehouse, case, tmp_path):
 
 # Synthetic calls: the SQL models against the reference on random shapes.
 TYPES = ["c10::BFloat16", "c10::Half", "float"]
+BF16, FP8 = "c10::BFloat16", "c10::Float8_e4m3fn"
 dim = st.integers(1, 4096)
 
 
@@ -378,8 +380,17 @@ def library():
                            "trace_id VARCHAR, event_index BIGINT, name VARCHAR, "
                            "category VARCHAR, args VARCHAR, ts_ns BIGINT, dur_ns BIGINT, "
                            "pid VARCHAR, tid VARCHAR)")
+        # no graph launch replays these calls: the replay's tables are empty
+        connection.execute("CREATE TABLE runtime (run VARCHAR, phase VARCHAR, rank INTEGER, "
+                           "trace_id VARCHAR, event_index BIGINT, ts_ns BIGINT, pid VARCHAR, "
+                           "tid VARCHAR)")
+        connection.execute("CREATE TABLE graph_replay_kernels (run VARCHAR, phase VARCHAR, "
+                           "rank INTEGER, trace_id VARCHAR, launch_event_index BIGINT, "
+                           "capture_phase VARCHAR, capture_trace_id VARCHAR, "
+                           "captured_launch_event_index BIGINT)")
         for module in ("_dtypes", "_op_vector_models", "_op_inference_attention_models",
-                       "_op_triton_models", "_op_matrix_models", "_op_models"):
+                       "_op_triton_models", "_op_matrix_models", "_op_moe_layer_models",
+                       "_op_models"):
             connection.execute((ROOT / "sql" / f"{module}.sql").read_text())
         yield connection
 
@@ -440,31 +451,114 @@ def test_attention_model_matches_reference(library, name, batch, kv_heads, group
         assert (full[0] - heads_reduced) == 2 * (expected[0] - heads_reduced)
 
 
-@settings(max_examples=25, deadline=None)
+def step_annotation(style, tokens, counts):
+    """A detailed step annotation of `style` holding the eight sums `counts` (ATOM's names
+    one side: prefill the context terms, decode the generation terms)."""
+    c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, g_sqsq, g_sqsk = counts
+    if style == "vllm":
+        return ("execute_{}_context_3(sq{}sk{}sqsq{}sqsk{})_generation_2(sq{}sk{}sqsq{}sqsk{})"
+                .format(tokens, *counts))
+    if style == "sglang":
+        return (f"step[MIXED bs=5 c=3 g=2 c_sq={c_sq} c_sk={c_sk} c_sqsq={c_sqsq} "
+                f"c_sqsk={c_sqsk} g_sq={g_sq} g_sk={g_sk} g_sqsq={g_sqsq} g_sqsk={g_sqsk}]")
+    if style == "atom_prefill":
+        return f"prefill[bs=3 tok={c_sq} ctx=[7803, 6918] sqsq={c_sqsq} sqsk={c_sqsk} sk={c_sk}]"
+    return f"decode[bs=2 tok={g_sq} d=2 sqsq={g_sqsq} sqsk={g_sqsk} sk={g_sk}]"
+
+
+def attention_call(name, tokens, heads_q, heads_kv, head_dim, kv_type, paged, window):
+    """The args of a call of inference attention op `name` laid out as its kernel takes
+    them: K (and V) as a [tokens, Hkv, d] tensor or a paged cache."""
+    q_at, k_at, v_at, hkv_dim, _, window_at = INFERENCE_ATTENTION[name]
+    width = max(q_at, k_at, v_at or 0, window_at or 0) + 2
+    dims, types = [[]] * width, ["Scalar"] * width
+    if hkv_dim == 1:  # vLLM's cache layout [blocks, Hkv, d / x, block size, x]
+        kv = [tokens, heads_kv, head_dim // 8, 16, 8]
+    else:
+        kv = [tokens, 16, heads_kv, head_dim] if paged else [tokens * 4, heads_kv, head_dim]
+    dims[q_at], types[q_at] = [tokens, heads_q, head_dim], "c10::BFloat16"
+    dims[k_at], types[k_at] = kv, kv_type
+    if v_at is not None:
+        dims[v_at], types[v_at] = kv, kv_type
+    concrete = [""] * width
+    if window_at is not None:
+        concrete[window_at] = str(window)
+    return {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
+
+
+@settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(sorted(INFERENCE_ATTENTION)), tokens=dim, heads_kv=st.integers(1, 16),
        groups=st.integers(1, 8), head_dim=st.sampled_from([64, 128, 192]),
        counts=st.lists(st.integers(0, 10 ** 7), min_size=8, max_size=8).map(
            # consistent lengths: sk >= sq and sqsk >= sqsq (a request sees its own tokens)
            lambda c: [c[0], c[0] + c[1], c[2], c[2] + c[3], c[4], c[4] + c[5], c[6], c[6] + c[7]]),
-       kv_type=st.sampled_from(TYPES + ["c10::Float8_e4m3fn"]), inside=st.booleans())
+       kv_type=st.sampled_from(TYPES + ["c10::Float8_e4m3fn"]), inside=st.booleans(),
+       style=st.sampled_from(["vllm", "sglang", "atom_prefill", "atom_decode"]),
+       paged=st.booleans(), window=st.sampled_from([-1, 0, 128, 4096]))
 def test_inference_attention_reads_the_iteration_annotation(library, name, tokens, heads_kv,
                                                             groups, head_dim, counts, kv_type,
-                                                            inside):
-    """Sequence lengths from the enclosing `execute_..._context_(sq sk sqsq sqsk)_generation_
-    (...)` annotation on the call's thread; a call outside it is not modeled."""
-    annotation = ("execute_{}_context_3(sq{}sk{}sqsq{}sqsk{})_generation_2(sq{}sk{}sqsq{}sqsk{})"
-                  .format(tokens, *counts))
-    q, kv = [tokens, heads_kv * groups, head_dim], [tokens * 4, heads_kv, head_dim]
-    args = {"Input Dims": [q, kv, kv] + [[]] * 5,
-            "Input type": ["c10::BFloat16", kv_type, kv_type] + ["Scalar"] * 5}
+                                                            inside, style, paged, window):
+    """Sequence lengths from the enclosing detailed step annotation on the call's thread
+    (vLLM's, SGLang's or ATOM's), heads from the shapes in the op's layout (paged caches,
+    decode-only kernels, a sliding window); a call outside it is not modeled."""
+    annotation = step_annotation(style, tokens, counts)
+    args = attention_call(name, tokens, heads_kv * groups, heads_kv, head_dim, kv_type, paged,
+                          window)
     library.execute("DELETE FROM cpu_ops")
     library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 0, ?, 'user_annotation', "
                     "'{}', 1000, 500, '1', '1')", [annotation])
     library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 1, ?, 'cpu_op', ?, ?, 10, "
                     "'1', '1')", [name, json.dumps(args), 1200 if inside else 1500])
     found = library.execute("SELECT flops, bytes FROM _op_models").fetchall()
-    expected = inference_attention_model(args, annotation, ELEMENT_BYTES)
+    expected = inference_attention_model(name, args, annotation, ELEMENT_BYTES)
     assert found == ([expected] if inside else [])
+
+
+def tracelens_inference_attention(heads_q, heads_kv, d_qk, d_v, sums, q_bytes, kv_bytes):
+    """TraceLens's InferenceAttention.flops_func and bytes_func (B = 1)."""
+    c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, _, g_sqsk = sums
+    flops = (heads_q * 2 * c_sqsk * d_qk + heads_q * 2 * c_sqsk * d_v
+             - heads_q * c_sqsq * d_qk - heads_q * c_sqsq * d_v
+             + heads_q * 2 * g_sqsk * d_qk + heads_q * 2 * g_sqsk * d_v)
+    new = (c_sq + g_sq) * (heads_q * d_qk + heads_q * d_v + heads_kv * d_qk + heads_kv * d_v)
+    cached = ((c_sk - c_sq) + (g_sk - g_sq)) * (heads_kv * d_qk + heads_kv * d_v)
+    return flops, new * q_bytes + cached * kv_bytes
+
+
+@pytest.mark.parametrize("name, dims, types, concrete, annotation, expected", [
+    # SGLang's Qwen3-8B decode (TraceLens's tests/traces/inference/sglang_decode,
+    # InferenceAttention_fwd.csv: 0.53714944 GFLOPs, 128.56640625 MB per call)
+    ("sglang_profiler::attention_paged_attention_ragged",
+     [[32, 32, 128], [10905190400], [32, 32, 128], [835874, 1, 8, 128], [835874, 1, 8, 128],
+      [33], [20971520], [4096], [], [1], [1], []],
+     [BF16, "unsigned char", BF16, BF16, BF16, "int", "int", "int", "", "float", "float", ""],
+     [""] * 12, "step[DECODE bs=32 g_sq=32 g_sqsq=32 g_sqsk=32785 g_sk=32785]",
+     tracelens_inference_attention(32, 8, 128, 128, (0, 0, 0, 0, 32, 32785, 32, 32785), 2, 2)),
+    # paged decode over a FP8 cache [blocks, Hkv, d / x, block, x], a 128-token window: the
+    # context terms dropped, each of the 64 requests attends to at most 128 keys
+    ("aiter::pa_decode_gluon",
+     [[64, 64, 128], [64, 64, 128], [4096, 8, 16, 16, 8], [4096, 8, 128, 16]] + [[]] * 17,
+     [BF16, BF16, FP8, FP8] + [""] * 17, [""] * 19 + ["128", ""],
+     "execute_70_context_1(sq6sk6sqsq36sqsk36)_generation_64(sq64sk131072sqsq64sqsk131072)",
+     tracelens_inference_attention(64, 8, 128, 128, (0, 0, 0, 0, 64, 64 * 128, 64, 64 * 128),
+                                   2, 1)),
+    # MLA decode: one latent K/V head of 576 (512 + 64 rope) dimensions, read as V too
+    ("aiter::mla_decode_stage1_asm_fwd", [[16, 128, 576], [2048, 64, 1, 576], [16], [17]],
+     [BF16, BF16, "int", "int"], [""] * 4,
+     "decode[bs=16 tok=16 d=16 sqsq=16 sqsk=65536 sk=65536]",
+     tracelens_inference_attention(128, 1, 576, 576, (0, 0, 0, 0, 16, 65536, 16, 65536), 2, 2)),
+])
+def test_paged_and_mla_attention_match_tracelens(library, name, dims, types, concrete,
+                                                 annotation, expected):
+    """Constructed calls (no trace in ../shared runs these kernels) against TraceLens's
+    InferenceAttention formulas written out above, with its subclasses' layouts."""
+    args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
+    library.execute("DELETE FROM cpu_ops")
+    library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 0, ?, 'user_annotation', "
+                    "'{}', 1000, 500, '1', '1')", [annotation])
+    library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', 1, ?, 'cpu_op', ?, 1200, "
+                    "10, '1', '1')", [name, json.dumps(args)])
+    assert library.execute("SELECT flops, bytes FROM _op_models").fetchall() == [expected]
 
 
 @pytest.mark.parametrize("name, extra, expected", [
@@ -487,23 +581,6 @@ def test_triton_kernels_take_inductors_own_figures(library, name, extra, expecte
 # weights among the shapes, so each is a constructed call against TraceLens's formulas
 # (PerfModel/perf_model.py, extensions/moe_perf_model_extensions.py at commit 171dd747)
 # written out here.
-def tracelens_moe(stage, m, k, n, experts, topk, gated, in_b, w_b, out_b):
-    """TraceLens's FusedMoE / UnfusedMoE_Up / UnfusedMoE_Down flops_func and bytes_func."""
-    g = 2 if gated else 1
-    active = experts * (1 - ((experts - topk) / experts) ** m)
-    if stage == "fused":
-        flops = 2 * m * k * n * topk * g + 2 * m * k * n * topk + m * k * (2 * topk - 1)
-        moved = m * k * in_b + active * n * k * w_b * g + active * n * k * w_b + m * k * out_b
-    elif stage == "up":
-        flops = 2 * m * k * n * topk * g
-        moved = m * k * in_b + active * g * k * n * w_b + m * n * topk * out_b
-    else:
-        flops = 2 * m * n * k * topk
-        moved = m * n * topk * in_b + active * n * k * w_b + m * k * out_b
-    return flops, round(moved)
-
-
-BF16, FP8 = "c10::BFloat16", "c10::Float8_e4m3fn"
 
 
 @pytest.mark.parametrize("name, dims, types, concrete, expected", [
@@ -553,14 +630,72 @@ BF16, FP8 = "c10::BFloat16", "c10::Float8_e4m3fn"
      [BF16, BF16, BF16], [""] * 24 + ["True"],
      (2 * 16 * 1024 * 1024 * 256,
       (2 * 1024 * 16 * 128 * 2 + 2 * 2 * 1024 * 4 * 128) * 2)),
-    # MoE without weights among its shapes (vllm::moe_forward: tokens and router logits):
-    # not modeled, TraceLens guesses the intermediate size
+    # vllm::moe_forward's shapes are the tokens and the router logits: without the ops it
+    # runs (its top-k, its weights) it is not modeled (_op_moe_layer_models)
     ("vllm::moe_forward", [[32, 3072], [32, 32], [], []], [BF16, BF16, "", ""], [], None),
 ])
 def test_matrix_models_match_tracelens_formulas(library, name, dims, types, concrete,
                                                 expected):
     args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
     assert model_in_sql(library, name, args) == expected
+
+
+def moe_layer_reference(m, k, n, experts, topk, gated, w_bytes):
+    """vllm::moe_forward as TraceLens models its stages (up and gate, down: the unfused
+    formulas, weights of w_bytes per element) plus the weighted sum of each token's t
+    outputs: M K (2 t - 1) FLOPs, and the down stage's per-expert output written and read
+    (2 M t K in bf16), which TraceLens's down stage does not count."""
+    up_flops, up_bytes = tracelens_moe("up", m, k, n, experts, topk, gated, 2, w_bytes, 2)
+    down_flops, down_bytes = tracelens_moe("down", m, k, n, experts, topk, False, 2, w_bytes, 2)
+    return (up_flops + down_flops + m * k * (2 * topk - 1),
+            up_bytes + down_bytes + 2 * m * topk * k * 2)
+
+
+def layer_call(library, layer, inner):
+    """A call of `layer` (Input Dims, Input type) at [1000, 2000) on thread 1 running the
+    ops `inner` [(name, Input Dims, Input type, Concrete Inputs)] in order; its models."""
+    library.execute("DELETE FROM cpu_ops")
+    rows = [("vllm::moe_forward", *layer, [""] * len(layer[0]), 1000, 1000)]
+    rows += [(name, dims, types, concrete, 1100 + 100 * i, 50)
+             for i, (name, dims, types, concrete) in enumerate(inner)]
+    for index, (name, dims, types, concrete, ts, dur) in enumerate(rows):
+        args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
+        library.execute("INSERT INTO cpu_ops VALUES ('r', 'p', 0, 't', ?, ?, 'cpu_op', ?, ?, ?, "
+                        "'1', '1')", [index, name, json.dumps(args), ts, dur])
+    return library.execute("SELECT name, flops, bytes FROM _op_models").fetchall()
+
+
+TOPK = ("TopK", [[64, 8], [], [], [], [], [], []], [BF16] + ["Scalar"] * 4 + ["", ""],
+        ["", "2", "True", "1", "True", "", ""])
+
+
+@pytest.mark.parametrize("inner, expected", [
+    # vLLM's fused_moe, bf16 weights N-major: w1 [E, 2N, K], w2 [E, K, N]
+    ([TOPK, ("aten::view", [[8, 2 * 1408, 2048], []], [BF16, "ScalarList"], ["", ""]),
+      ("aten::view", [[8, 2048, 1408], []], [BF16, "ScalarList"], ["", ""])],
+     moe_layer_reference(64, 2048, 1408, 8, 2, True, 2)),
+    # Triton's matmul_ogs, MXFP4 weights K-major two to a byte: w1 [E, K/2, N], w2 [E, N/2, K]
+    # (not gated: w1 holds N)
+    ([TOPK, ("aten::view", [[8, 1024, 1408], []], ["unsigned char", "ScalarList"], ["", ""]),
+      ("aten::view", [[8, 704, 2048], []], ["unsigned char", "ScalarList"], ["", ""])],
+     moe_layer_reference(64, 2048, 1408, 8, 2, False, 0.5)),
+    # no top-k among the ops it runs, or one weight only: not modeled
+    ([("aten::view", [[8, 2816, 2048], []], [BF16, "ScalarList"], ["", ""]),
+      ("aten::view", [[8, 2048, 1408], []], [BF16, "ScalarList"], ["", ""])], None),
+    ([TOPK, ("aten::view", [[8, 2816, 2048], []], [BF16, "ScalarList"], ["", ""])], None),
+])
+def test_moe_layer_reads_its_weights_from_the_ops_it_runs(library, inner, expected):
+    """vllm::moe_forward (64 tokens of 2048, 8 experts): t from the TopK op it runs, the
+    intermediate size and the weights' size from the weights it views, in either layout;
+    against TraceLens's MoE formulas with that intermediate size (TraceLens assumes it equals
+    the hidden size)."""
+    found = layer_call(library, ([[64, 2048], [64, 8], [], []], [BF16, BF16, "", ""]), inner)
+    moe = [(flops, moved) for name, flops, moved in found if name == "vllm::moe_forward"]
+    if expected is None:
+        assert moe == []
+    else:
+        ((flops, moved),) = moe
+        assert flops == expected[0] and abs(moved - expected[1]) <= 2
 
 
 conv_case = st.integers(1, 3).flatmap(lambda spatial: st.fixed_dictionaries({

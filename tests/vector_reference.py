@@ -153,25 +153,77 @@ def vector_family(name):
     return next((family for family, names in families.items() if name in names), None)
 
 
-INFERENCE_ATTENTION = {"aiter::mha_batch_prefill", "aiter::mha_varlen_fwd",
-                       "aiter::fmha_v3_varlen_fwd", "flash_attn::_flash_attn_varlen_forward",
-                       "vllm::unified_attention_with_output", "vllm::unified_attention"}
-ITERATION = re.compile(r"execute_\d+_context_\d+\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"
+# Inference attention ops: (Q's position, K's, V's or None, the dimension of K that is Hkv,
+# decode-only, the Concrete Input that is the sliding window), as TraceLens's
+# InferenceAttention subclasses read them (PerfModel/extensions/attention_perf_model_
+# extensions.py at commit 171dd747).
+INFERENCE_ATTENTION = {
+    "aiter::mha_batch_prefill": (0, 1, 2, -2, False, None),
+    "aiter::mha_varlen_fwd": (0, 1, 2, -2, False, None),
+    "aiter::fmha_v3_varlen_fwd": (0, 1, 2, -2, False, None),
+    "flash_attn::_flash_attn_varlen_forward": (0, 1, 2, -2, False, None),
+    "vllm::unified_attention_with_output": (0, 1, 2, -2, False, None),
+    "vllm::unified_attention": (0, 1, 2, -2, False, None),
+    "aiter::paged_attention_ragged": (2, 3, 4, -2, False, None),
+    "sglang_profiler::attention_paged_attention_ragged": (2, 3, 4, -2, False, None),
+    "aiter::pa_decode_gluon": (0, 2, None, 1, True, 19),
+    "aiter::mla_decode_stage1_asm_fwd": (0, 1, None, -2, False, None),
+    "aiter::mla_prefill_ps_asm_fwd": (0, 1, 2, -2, False, None),
+}
+VLLM_STEP = re.compile(r"execute_\d+_context_\d+\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)"
                        r"_generation_\d+\(sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)\)")
+SGLANG_STEP = re.compile(r"step\[(?:EXTEND|DECODE|MIXED) [^\]]*sqsq=\d+[^\]]*\]")
+ATOM_STEP = re.compile(r"(prefill|decode)\[(.*sqsq=\d+.*)\]")
+SUMS = ("c_sq", "c_sk", "c_sqsq", "c_sqsk", "g_sq", "g_sk", "g_sqsq", "g_sqsk")
 
 
-def inference_attention_model(args, annotation, element_bytes):
-    """(flops, bytes) of an inference attention call whose iteration annotation is
-    `annotation` (None, or a name not of the detailed format: not modeled)."""
-    found = annotation and ITERATION.match(annotation)
-    dims, types = args.get("Input Dims"), args.get("Input type")
-    if not found or dims is None or any(len(d) != 3 for d in dims[:3]):
+def iteration_sums(annotation):
+    """{c_sq, ..., g_sqsk} of a detailed step annotation (vLLM's, SGLang's, ATOM's), None
+    for any other name."""
+    if not annotation:
         return None
-    c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, _, g_sqsk = map(int, found.groups())
-    (_, heads_q, d_qk), (_, heads_kv, _), (*_, d_v) = dims[:3]
-    flops = heads_q * (d_qk + d_v) * (2 * c_sqsk - c_sqsq + 2 * g_sqsk)
-    q_size, kv_size = element_bytes.get(types[0]), element_bytes.get(types[1])
-    new_tokens, cached = c_sq + g_sq, (c_sk - c_sq) + (g_sk - g_sq)
+    if found := VLLM_STEP.match(annotation):
+        return dict(zip(SUMS, map(int, found.groups())))
+    if SGLANG_STEP.match(annotation):
+        pairs = dict(re.findall(r"(\w+)=(\d+)", annotation))
+        return {key: int(pairs.get(key, 0)) for key in SUMS}
+    if found := ATOM_STEP.match(annotation):
+        pairs = dict(re.findall(r"(\w+)=(\d+)", found.group(2)))
+        side = "c" if found.group(1) == "prefill" else "g"
+        sums = dict.fromkeys(SUMS, 0)
+        for key, field in (("sq", "tok"), ("sk", "sk"), ("sqsq", "sqsq"), ("sqsk", "sqsk")):
+            sums[f"{side}_{key}"] = int(pairs.get(field, 0))
+        return sums
+    return None
+
+
+def inference_attention_model(name, args, annotation, element_bytes):
+    """(flops, bytes) of a call of the inference attention op `name` whose iteration
+    annotation is `annotation` (None, or a name of no detailed format: not modeled)."""
+    sums = iteration_sums(annotation)
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    q_at, k_at, v_at, hkv_dim, decode_only, window_at = INFERENCE_ATTENTION[name]
+    if sums is None or dims is None or len(dims[q_at]) != 3 or len(dims[k_at]) < 3 \
+            or (v_at is not None and len(dims[v_at]) < 3):
+        return None
+    if decode_only:
+        sums.update(c_sq=0, c_sk=0, c_sqsq=0, c_sqsk=0)
+    window = None
+    if window_at is not None:
+        try:
+            window = int(args.get("Concrete Inputs", [])[window_at])
+        except (IndexError, ValueError):
+            window = None
+    if window and window > 0 and sums["g_sq"] > 0:
+        sums["g_sk"] = min(sums["g_sk"], sums["g_sq"] * window)
+        sums["g_sqsk"] = min(sums["g_sqsk"], sums["g_sq"] * window)
+    _, heads_q, d_qk = dims[q_at]
+    heads_kv = dims[k_at][hkv_dim]
+    d_v = dims[v_at][-1] if v_at is not None else d_qk
+    flops = heads_q * (d_qk + d_v) * (2 * sums["c_sqsk"] - sums["c_sqsq"] + 2 * sums["g_sqsk"])
+    q_size, kv_size = element_bytes.get(types[q_at]), element_bytes.get(types[k_at])
+    new_tokens = sums["c_sq"] + sums["g_sq"]
+    cached = (sums["c_sk"] - sums["c_sq"]) + (sums["g_sk"] - sums["g_sq"])
     if q_size is None or kv_size is None:
         return flops, None
     return flops, (new_tokens * (heads_q + heads_kv) * (d_qk + d_v) * q_size

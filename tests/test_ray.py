@@ -2,9 +2,13 @@
 warehouse (a local directory, SeaweedFS's S3), committed at once by the driver with a Delta
 transaction. Compared with the in-process ingest of the same files, table by table; a worker
 killed mid-task is retried and nothing is stored twice; a driver run again with the same
-transaction commits nothing. The commit's own checks (a missing file, a file of another
-schema, an old transaction version) run on the in-process engine, without Ray."""
+transaction commits nothing. A large file is cut into chunks, each a task, then one task
+measures its per-trace tables: the same rows as the in-process ingest, on a local and an S3
+warehouse. The commit's own checks (a missing file, a file of another schema, an old
+transaction version), and the chunked path's cuts to confirm and failures, run on the
+in-process engine, without Ray."""
 
+import json
 import os
 import socket
 import sys
@@ -18,6 +22,7 @@ import tracewh
 from tracewh import storage
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
+from tracewh.ingest import reader
 from tracewh.ingest.distributed import KILL_FIRST_JOB, decode_job, new_transaction
 from tracewh.ingest.engines import InProcess
 from tracewh.ingest.pipeline import ingest_options
@@ -27,12 +32,15 @@ from tracewh.storage.catalog import Catalog
 from tracewh.storage.directory import TRACES
 from tracewh.storage.schema import TABLES
 
-from .conftest import EXAMPLES, error_lines
+from .conftest import EXAMPLES, error_lines, shared
 from .object_store import make_bucket, seaweedfs
 
 RANKS = sorted(EXAMPLES.glob("*.json*"))
 FEW = RANKS[:4]
 BUCKET = "tracewh-ray"
+# The tests' large-file size, and chunk size: DeepSeek's train.json (3 MB) is cut into ~65
+# chunks, a DLRM rank (53 KB gzipped, 0.9 MB of JSON) into ~20 that carry their bytes.
+SMALL_BLOCK = 48 << 10
 
 
 def _cli(warehouse, *args, expect=0):
@@ -71,6 +79,32 @@ def reference(tmp_path_factory):
 @pytest.fixture(scope="module")
 def expected(reference):
     return _contents(reference)
+
+
+def _large_files():
+    return [shared("deepseek-profile-data/train.json"), RANKS[0]]
+
+
+@pytest.fixture(scope="module")
+def large_expected(tmp_path_factory):
+    """The in-process ingest of the large files, each one chunk (the default block size)."""
+    warehouse = tmp_path_factory.mktemp("large") / "wh"
+    _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train")
+    return _contents(warehouse)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Files over SMALL_BLOCK are large, cut into chunks of it (by this process: the
+    driver)."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", SMALL_BLOCK)
+
+
+def _chunk_files(warehouse, table="cpu_ops"):
+    """How many files the snapshot's `table` has: one per chunk that holds its rows, where a
+    trace is cut (the in-process ingest of the large files stores 2)."""
+    return len(Catalog(warehouse).snapshot().paths(storage.location(str(warehouse)),
+                                                  tables=[table])[table])
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +173,25 @@ def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypat
 
 
 @pytest.mark.ray
+@pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_a_large_file_is_decoded_chunk_by_chunk(cluster, large_expected, small_blocks,
+                                                 tmp_path, monkeypatch, where):
+    """Each chunk a Ray task, then one task for the trace: row for row what the in-process
+    ingest stores; on S3, the trace's task killed after writing its files is run again (the
+    same names written again) and nothing is stored twice."""
+    warehouse = tmp_path / "wh"
+    if where == "s3":
+        warehouse = f"s3://{BUCKET}/large"
+        monkeypatch.setenv(KILL_FIRST_JOB, str(tmp_path))
+    result = _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train",
+                  "--engine", "ray")
+    assert "run big: 2 files ingested" in result.stdout
+    assert (tmp_path / "killed").exists() == (where == "s3")
+    assert _contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+
+
+@pytest.mark.ray
 def test_a_tracewh_error_in_a_task_is_raised_as_it_was(cluster):
     """A worker the warehouse refuses (no permission there) is one line, not Ray's error
     with the worker's traceback."""
@@ -148,7 +201,7 @@ def test_a_tracewh_error_in_a_task_is_raised_as_it_was(cluster):
         raise WarehouseError(f"refused: {text}")
 
     with Ray() as engine, pytest.raises(WarehouseError) as raised:
-        list(engine.map(refuse, [("x",)]))
+        engine.result(engine.submit(refuse, "x"))
     assert type(raised.value) is WarehouseError and str(raised.value) == "refused: x"
 
 
@@ -176,6 +229,50 @@ def _contents_of_run(warehouse, run):
     return _cli(warehouse, "query", "--format", "json",
                 f"SELECT * EXCLUDE (trace_id) FROM kernels WHERE run = '{run}' "
                 "ORDER BY ALL").stdout
+
+
+def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_blocks):
+    """The chunked path without Ray: the same rows as the in-process ingest."""
+    warehouse = tmp_path / "wh"
+    with tracewh.open(warehouse) as opened:
+        outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
+                                       engine=InProcess())
+    assert [o.status for o in outcomes] == ["ingested"] * 2
+    assert _contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+
+
+def _odd_trace(path, broken=False):
+    """A trace whose events' args hold `"ph"` strings (an unconfirmed cut's event count is
+    wrong: its file is cut again, confirming each cut) or, `broken`, one malformed event
+    in the middle."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": 10 * i, "dur": 5,
+               "pid": 1, "tid": 1, "args": {"note": "ph"} if i % 7 == 3 else {}}
+              for i in range(3000)]
+    text = json.dumps({"traceEvents": events}, indent=1)
+    if broken:
+        middle = text.index('"op1500"')
+        text = text[:middle] + '"op1500" "x"' + text[middle + len('"op1500"'):]
+    path.write_text(text)
+    return path
+
+
+def test_cuts_to_confirm_and_a_bad_chunk_as_in_process(tmp_path, monkeypatch):
+    """A file whose unconfirmed cuts are wrong is read again the careful way, and a malformed
+    one fails with the in-process ingest's error, on the in-process engine as through Ray."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 16 << 10)
+    files = [_odd_trace(tmp_path / "odd.json"), _odd_trace(tmp_path / "bad.json", True)]
+    assert all(reader.BLOCK_SIZE * 8 < f.stat().st_size for f in files)
+    options = ingest_options(run="odd", phase="train")
+    outcomes = {}
+    for name, engine in (("reference", None), ("engine", InProcess())):
+        with tracewh.open(tmp_path / name) as opened:
+            outcomes[name] = opened.ingest_files(files, options, engine=engine)
+    assert [o.status for o in outcomes["engine"]] == ["ingested", "failed"]
+    assert ([(o.status, o.events, o.error) for o in outcomes["engine"]]
+            == [(o.status, o.events, o.error) for o in outcomes["reference"]])
+    assert "bad.json" in outcomes["engine"][1].error
+    assert _contents(tmp_path / "engine") == _contents(tmp_path / "reference")
 
 
 def test_a_transaction_is_committed_once(tmp_path):

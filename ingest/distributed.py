@@ -125,7 +125,8 @@ def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=
     try:
         start = start_trace(path, options)
         with HashedTrace(path) as trace_file:
-            trace_reader = open_reader(trace_file, path, options, confirm_cuts)
+            trace_reader = open_reader(trace_file, path, options, confirm_cuts,
+                                       elsewhere=True)
             queued = CHUNKS_QUEUED_PER_SLOT * engine.slots()
             for index, chunk in enumerate(trace_reader.chunks()):
                 engine.throttle(chunks, queued)

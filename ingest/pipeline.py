@@ -21,7 +21,7 @@ import msgspec
 import pyarrow as pa
 
 from tracewh.storage.catalog import StagedTrace
-from tracewh.errors import TraceError, path_text, printable
+from tracewh.errors import TraceError, TracewhError, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
@@ -33,8 +33,8 @@ from .normalize import EventProblem
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
-from .sources import (HashedTrace, file_digest, file_state, json_size_limit,
-                      stored_position)
+from .sources import (HashedTrace, file_digest, file_state, input_size, is_object,
+                      json_size_limit, source_name, stored_position)
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
@@ -207,8 +207,8 @@ def _share_with_workers():
 
 def is_large(path):
     try:
-        return os.path.getsize(path) > reader.BLOCK_SIZE
-    except OSError:
+        return input_size(path) > reader.BLOCK_SIZE
+    except (OSError, TracewhError):  # reported by the reading that follows
         return False
 
 
@@ -275,7 +275,7 @@ class _Committer:
         """The outcome `unchanged` when a small file is already stored in its run/phase (and
         rank, when given): known without parsing it. Larger files are hashed while they are
         parsed, and the commit finds out."""
-        if self.options.replace:
+        if self.options.replace or is_object(path):  # an object: read once, as it is parsed
             return None
         try:
             if os.path.getsize(path) > HASH_FIRST_LIMIT:
@@ -470,7 +470,7 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
     sha256, size = staged.sha256, staged.size
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
-                    source_path=path_text(os.path.abspath(path)), size=size, events=events,
+                    source_path=source_name(path), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
                     warnings=notes, secrets_redacted=secrets)
     devices = device_rows(metadata, trace_id)
@@ -560,7 +560,8 @@ def _stage_chunks(path, start, staging, pool, options, confirm_cuts, on_bytes=No
     staged = StagedChunks()
     with HashedTrace(path) as trace_file:
         stream = trace_file.stream
-        trace_reader = open_reader(trace_file, path, options, confirm_cuts)
+        trace_reader = open_reader(trace_file, path, options, confirm_cuts,
+                                   elsewhere=pool is not None)
         for summary in _summaries(_progress(trace_reader.chunks(), stream, on_bytes), path,
                                   start.trace_id, staging, start.base_guess, pool, options):
             staged.add(summary)
@@ -569,12 +570,16 @@ def _stage_chunks(path, start, staging, pool, options, confirm_cuts, on_bytes=No
     return staged
 
 
-def open_reader(trace_file, path, options, confirm_cuts):
+def open_reader(trace_file, path, options, confirm_cuts, elsewhere):
     """The TraceReader of a HashedTrace: an uncompressed file's chunks by reference (read
-    by the process that normalises them), a compressed one's with their bytes."""
+    by the process that normalises them), a compressed one's with their bytes; an
+    uncompressed object's by reference only when other processes normalise them
+    (`elsewhere`), each with a ranged GET: here, the bytes streamed are used, not fetched
+    again."""
     plain = not trace_file.compressed
-    return TraceReader(trace_file.stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
-                       max_event_size=options.max_event_size,
+    return TraceReader(trace_file.stream, path,
+                       by_reference=plain and (elsewhere or not is_object(path)),
+                       confirm_cuts=confirm_cuts, max_event_size=options.max_event_size,
                        max_json_size=json_size_limit(path, not plain, options.max_json_size))
 
 

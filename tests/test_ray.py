@@ -30,9 +30,8 @@ from tracewh.storage import delta
 from tracewh.storage.batch import Transaction, commit_written
 from tracewh.storage.catalog import Catalog
 from tracewh.storage.directory import TRACES
-from tracewh.storage.schema import TABLES
 
-from .conftest import EXAMPLES, error_lines, shared
+from .conftest import EXAMPLES, error_lines, shared, table_contents
 from .object_store import make_bucket, seaweedfs
 
 RANKS = sorted(EXAMPLES.glob("*.json*"))
@@ -50,19 +49,6 @@ def _cli(warehouse, *args, expect=0):
     return result
 
 
-def _contents(warehouse):
-    """Every table's rows, as JSON text, sorted, without what differs from one ingest to the
-    next (trace ids, commit times, and the order of commits: the in-process ingest commits
-    files as its workers finish them)."""
-    found = {"seqs": _cli(warehouse, "query", "--format", "json",
-                          "SELECT ingest_seq FROM traces ORDER BY ALL").stdout}
-    for name in TABLES:
-        dropped = "trace_id, ingested_at, ingest_seq" if name == TRACES else "trace_id"
-        found[name] = _cli(warehouse, "query", "--format", "json",
-                           f"SELECT * EXCLUDE ({dropped}) FROM {name} ORDER BY ALL").stdout
-    return found
-
-
 def _traces_version(warehouse):
     return delta.latest_version(storage.location(str(warehouse)) / TRACES)
 
@@ -78,7 +64,7 @@ def reference(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def expected(reference):
-    return _contents(reference)
+    return table_contents(reference)
 
 
 def _large_files():
@@ -86,11 +72,16 @@ def _large_files():
 
 
 @pytest.fixture(scope="module")
-def large_expected(tmp_path_factory):
+def large_reference(tmp_path_factory):
     """The in-process ingest of the large files, each one chunk (the default block size)."""
     warehouse = tmp_path_factory.mktemp("large") / "wh"
     _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train")
-    return _contents(warehouse)
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def large_expected(large_reference):
+    return table_contents(large_reference)
 
 
 @pytest.fixture
@@ -140,7 +131,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_p
                   "--engine", "ray", "--txn-id", "nightly:7")
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
     # The driver run again (it died before it could say it committed): --replace, so that
     # the stored files do not make it a no-op by themselves; the transaction does.
     version = _traces_version(warehouse)
@@ -148,7 +139,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_p
         _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train", "--engine", "ray",
              "--txn-id", txn_id, "--replace")
         assert _traces_version(warehouse) == version
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
     # every file under the partitions is named by the snapshot: the re-run's are deleted
     catalog = Catalog(warehouse)
     live = {path for paths in catalog.snapshot().paths(warehouse).values() for path in paths}
@@ -169,7 +160,7 @@ def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypat
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     monkeypatch.delenv(KILL_FIRST_JOB)
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
 
 
 @pytest.mark.ray
@@ -187,7 +178,29 @@ def test_a_large_file_is_decoded_chunk_by_chunk(cluster, large_expected, small_b
                   "--engine", "ray")
     assert "run big: 2 files ingested" in result.stdout
     assert (tmp_path / "killed").exists() == (where == "s3")
-    assert _contents(warehouse) == large_expected
+    assert table_contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+
+
+@pytest.mark.ray
+@pytest.mark.s3
+def test_ray_workers_read_trace_objects_themselves(cluster, large_reference, small_blocks,
+                                                   tmp_path):
+    """Traces on S3, ingested by Ray into an S3 warehouse: the driver streams each large
+    object once to cut and hash it, the workers read their chunks by ranged GETs (no local
+    path in common); the rows are the in-process ingest's of the local files."""
+    inputs = storage.location(f"s3://{BUCKET}/inputs")
+    for path in _large_files():
+        storage.of(inputs).put_file(path, inputs / "big" / path.name)
+    warehouse = f"s3://{BUCKET}/from-objects"
+    result = _cli(warehouse, "ingest", f"{inputs}/big/", "--run", "big", "--phase", "train",
+                  "--engine", "ray")
+    assert "run big: 2 files ingested" in result.stdout
+    assert (table_contents(warehouse, drop=["source_path"])
+            == table_contents(large_reference, drop=["source_path"]))
+    sources = _cli(warehouse, "query", "--format", "csv",
+                   "SELECT source_path FROM traces ORDER BY 1").stdout.split()[1:]
+    assert sources == sorted(f"{inputs}/big/{path.name}" for path in _large_files())
     assert _chunk_files(warehouse) > 20
 
 
@@ -222,7 +235,7 @@ def test_in_process_engine_commits_once_per_table(tmp_path, reference):
     catalog = Catalog(warehouse)
     # created (version 0), its pointer (1), then one commit of all eight ranks
     assert catalog.snapshot().versions["kernels"] == 1 and _traces_version(warehouse) == 2
-    assert _contents(warehouse)["kernels"] == _contents_of_run(reference, "r")
+    assert table_contents(warehouse)["kernels"] == _contents_of_run(reference, "r")
 
 
 def _contents_of_run(warehouse, run):
@@ -238,7 +251,7 @@ def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_b
         outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
                                        engine=InProcess())
     assert [o.status for o in outcomes] == ["ingested"] * 2
-    assert _contents(warehouse) == large_expected
+    assert table_contents(warehouse) == large_expected
     assert _chunk_files(warehouse) > 20
 
 
@@ -272,7 +285,7 @@ def test_cuts_to_confirm_and_a_bad_chunk_as_in_process(tmp_path, monkeypatch):
     assert ([(o.status, o.events, o.error) for o in outcomes["engine"]]
             == [(o.status, o.events, o.error) for o in outcomes["reference"]])
     assert "bad.json" in outcomes["engine"][1].error
-    assert _contents(tmp_path / "engine") == _contents(tmp_path / "reference")
+    assert table_contents(tmp_path / "engine") == table_contents(tmp_path / "reference")
 
 
 def test_a_transaction_is_committed_once(tmp_path):

@@ -1,25 +1,45 @@
 """An ingest whose files are decoded by an engine's workers (see `engines`), on this machine or
 a cluster's, which write the Parquet straight into the warehouse's storage.
 
-Each job stages one file as the in-process path does (the same pipeline, in one process),
-then writes its parts into their partitions under the names the in-process commit gives them
+A file up to the pipeline's large-file size is one job, which stages it as the in-process
+path does (the same pipeline, in one process). A larger one is cut into chunks here, as the
+in-process ingest's parent cuts it (reading and hashing every byte, the one pass that cannot
+be shared), and each chunk is normalised by a job of its own, which sends back its summary and
+its part files' bytes (an uncompressed file's chunk is read by the job itself, from the file);
+one more job takes the chunks' results where the engine holds them and measures the per-trace
+tables from them (`pipeline.finish_staging`). Either way the trace's last job writes its parts
+into their partitions under the names the in-process commit gives them
 (`<table>/run=/phase=/rank=/<trace_id>-<part>.parquet`), and returns the file's IngestOutcome
 and a WrittenTrace: its DataFiles (path, size, rows, sha256, partition values) and the schema
 read back from each table's file. This process, the driver, commits them all at once
 (`storage.batch`): one commit per table, `traces` last with the ingest's Delta transaction,
 so a driver run again with the same transaction id commits nothing twice. A job whose worker
-died is run again by the engine, under a new trace id: the files the dead attempt wrote are
-named by no commit, and `vacuum` removes them.
+died is run again by the engine: a whole file's under a new trace id (the files the dead
+attempt wrote are named by no commit, and `vacuum` removes them), a large file's last job
+under the trace id its chunks were normalised with (the same files written again).
 """
 
 import os
 import signal
+import tempfile
 import uuid
+from pathlib import Path
 
+from tracewh.errors import TraceError
 from tracewh.storage.batch import Transaction, commit_written, discard_written, write_trace
 from tracewh.storage.catalog import Catalog
+from tracewh.storage.layout import staged_name
 
-from .pipeline import IngestOutcome, _Committer, _stage_file, _unchanged
+from .pipeline import (IngestOutcome, StagedChunks, _check_unchanged, _Committer, _stage_file,
+                       _unchanged, failed_outcome, finish_staging, is_large, open_reader,
+                       process_chunk, staged_or_failed, start_trace)
+from .reader import UnconfirmedChunk
+from .sources import HashedTrace
+from .writer import PartFiles
+
+# The chunks of one file queued for an engine's workers at most, per worker: an uncompressed
+# file's chunks are a few numbers each, a compressed one's carry 16 MB of JSON.
+CHUNKS_QUEUED_PER_SLOT = 2
 
 # Tests only: a directory, whose first job to see it marks it and kills its own worker
 # (SIGKILL), as a machine lost mid-task would; the engine runs the job again.
@@ -41,7 +61,52 @@ def decode_job(root, path, options, kill_marker=None):
     """Stage the file `path` and write its parts into the warehouse at `root`: (IngestOutcome,
     WrittenTrace), or (the failed IngestOutcome, None). Runs in an engine's worker."""
     catalog = Catalog(root)
-    staged = _stage_file(catalog, path, options)
+    return _written(catalog, _stage_file(catalog, path, options), kill_marker)
+
+
+def chunk_job(path, chunk, index, trace_id, base_guess, redact_secrets):
+    """Normalise the chunk number `index` of a large file: (its ChunkSummary, {table: the
+    bytes of its part file}), or (None, the TraceError or UnconfirmedChunk it raised). Runs
+    in an engine's worker, keeping nothing: the trace's last job writes the parts."""
+    with tempfile.TemporaryDirectory(prefix="tracewh-chunk-") as directory:
+        directory = Path(directory)
+        try:
+            with PartFiles(directory, index) as files:
+                summary = process_chunk(path, chunk, index, trace_id, files, base_guess,
+                                        redact_secrets)
+        except (TraceError, UnconfirmedChunk) as error:
+            return None, error
+        return summary, {name: (directory / staged_name(name, index)).read_bytes()
+                         for name in summary.rows}
+
+
+def trace_job(root, path, options, start, read, kill_marker, *chunks):
+    """Stage a large file from its chunks' results (chunk_job's, in file order) and what
+    reading it found (`read`: StagedChunks with its metadata, sha256 and size), then write
+    its parts into the warehouse at `root`: as decode_job; or (None, None) when a chunk cut
+    unconfirmed was not what it seemed (the file is to be cut again, confirming each cut).
+    The first failure in file order is the file's, as in the in-process ingest."""
+    catalog = Catalog(root)
+    for summary, failure in chunks:
+        if summary is None:
+            if isinstance(failure, UnconfirmedChunk):
+                return None, None
+            return failed_outcome(catalog, path, failure), None
+    return _written(catalog, staged_or_failed(catalog, path, _from_chunks, options, start,
+                                              read, chunks), kill_marker)
+
+
+def _from_chunks(path, options, staging, start, read, chunks):
+    for summary, parts in chunks:
+        for name, data in parts.items():
+            (staging / staged_name(name, summary.part)).write_bytes(data)
+        read.add(summary)
+    return finish_staging(path, options, staging, start, read)
+
+
+def _written(catalog, staged, kill_marker):
+    """(IngestOutcome, WrittenTrace) of a StagedFile written into its partitions (its
+    staging removed), or (the failed IngestOutcome, None)."""
     if isinstance(staged, IngestOutcome):
         return staged, None
     try:
@@ -51,6 +116,30 @@ def decode_job(root, path, options, kill_marker=None):
     if kill_marker is not None:
         _die_first_time(kill_marker)
     return staged.outcome, written
+
+
+def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=False):
+    """Cut the large file `path` here (hashing it), each chunk normalised by a chunk_job,
+    then its trace_job: the trace_job's handle, or the file's failed IngestOutcome."""
+    chunks = []
+    try:
+        start = start_trace(path, options)
+        with HashedTrace(path) as trace_file:
+            trace_reader = open_reader(trace_file, path, options, confirm_cuts,
+                                       elsewhere=True)
+            queued = CHUNKS_QUEUED_PER_SLOT * engine.slots()
+            for index, chunk in enumerate(trace_reader.chunks()):
+                engine.throttle(chunks, queued)
+                chunks.append(engine.submit(chunk_job, path, chunk, index, start.trace_id,
+                                            start.base_guess, not options.keep_secrets))
+            read = StagedChunks(metadata=trace_reader.metadata)
+            read.sha256, read.size = trace_file.finish()
+        _check_unchanged(path, start.state, read.size)
+    except (TraceError, OSError, RecursionError, MemoryError) as error:
+        engine.cancel(chunks)
+        return failed_outcome(catalog, path, error)
+    return engine.submit(trace_job, catalog.root, path, options, start, read, kill_marker,
+                         *chunks)
 
 
 def _die_first_time(marker):
@@ -77,14 +166,42 @@ def ingest_with_engine(catalog, paths, options, engine, transaction=None, on_don
             on_done(known)
     written = {}
     kill_marker = os.environ.get(KILL_FIRST_JOB)
-    jobs = [(catalog.root, paths[index], options, kill_marker) for index in todo]
-    for position, (outcome, trace) in engine.map(decode_job, jobs):
-        index = todo[position]
+
+    def submit(index, confirm_cuts=False):
+        if is_large(paths[index]):
+            return submit_large(engine, catalog, paths[index], options, kill_marker,
+                                confirm_cuts)
+        return engine.submit(decode_job, catalog.root, paths[index], options, kill_marker)
+
+    def done(index, outcome, trace):
         outcomes[index] = outcome
         if trace is not None:
             written[index] = trace
         if on_done:
             on_done(outcome)
+
+    pending = {}  # {handle: index}
+    try:
+        for index in todo:
+            job = submit(index)
+            if isinstance(job, IngestOutcome):
+                done(index, job, None)
+            else:
+                pending[job] = index
+        while pending:
+            job = engine.first_done(pending)
+            index = pending.pop(job)
+            outcome, trace = engine.result(job)
+            if outcome is None:  # a cut to confirm: the file read again the careful way
+                again = submit(index, confirm_cuts=True)
+                if isinstance(again, IngestOutcome):
+                    done(index, again, None)
+                else:
+                    pending[again] = index
+            else:
+                done(index, outcome, trace)
+    finally:  # stopped early (an error, Ctrl-C): what is left would write for nobody
+        engine.cancel(pending)
     if options.strict and any(outcome.status == "failed" for outcome in outcomes):
         discard_written(catalog, written.values())
         for index in written:

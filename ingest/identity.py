@@ -7,6 +7,8 @@ from pathlib import Path
 from tracewh.errors import TraceError
 from tracewh.storage.names import check_name, check_phase, rank_problem, sanitise_name
 
+from .sources import is_object
+
 KNOWN_PHASES = ("train", "prefill", "decode", "eval", "inference", "warmup")
 CAPTURE_PHASE = "capture"
 CAPTURE_CALL = "StreamBeginCapture"  # cudaStreamBeginCapture, hipStreamBeginCapture
@@ -23,15 +25,19 @@ def resolve_run(option, path):
     """--run, else the name of the input's directory (sanitised)."""
     if option is not None:
         return check_name("run", option)
-    parent = Path(path).resolve().parent.name
+    parent = path.parent.name if is_object(path) else Path(path).resolve().parent.name
     return sanitise_name(parent, "default")
+
+
+def _file_name(path):
+    return path.name if is_object(path) else Path(path).name
 
 
 def resolve_phase(option, path):
     """--phase, else a known phase word in the file name, else 'unknown'."""
     if option is not None:
         return check_phase(option)
-    words = {w.lower() for w in _WORDS.findall(Path(path).name)}
+    words = {w.lower() for w in _WORDS.findall(_file_name(path))}
     for phase in KNOWN_PHASES:
         if phase in words:
             return phase
@@ -64,7 +70,7 @@ def resolve_rank(option, distributed_info, path):
             shown = shown if len(shown) <= 40 else shown[:39] + "…"
             raise TraceError(path, f"distributedInfo.rank {shown} {problem}", *_GIVE_RANK)
         return rank
-    match = _RANK_IN_NAME.search(Path(path).name)
+    match = _RANK_IN_NAME.search(_file_name(path))
     if match is None:
         return 0
     rank = int(match.group(1))
@@ -79,7 +85,7 @@ def null_rank_note(option, distributed_info, path):
     that knew no rank): null counts as absent, and the note says which rank that gave."""
     if option is not None or "rank" not in distributed_info or distributed_info["rank"] is not None:
         return None
-    match = _RANK_IN_NAME.search(Path(path).name)
+    match = _RANK_IN_NAME.search(_file_name(path))
     where = f"{int(match.group(1))} from the file name" if match else "0 (none in the file name)"
     return f"distributedInfo.rank is null: rank {where}"
 

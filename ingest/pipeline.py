@@ -21,7 +21,7 @@ import msgspec
 import pyarrow as pa
 
 from tracewh.storage.catalog import StagedTrace
-from tracewh.errors import TraceError, path_text, printable
+from tracewh.errors import TraceError, TracewhError, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
@@ -34,8 +34,8 @@ from .normalize import EventProblem
 from .reader import (TraceReader, UnconfirmedChunk, check_unconfirmed,
                      decode_error_position, describe_decode_error)
 from .secrets import redact
-from .sources import (HashedTrace, file_digest, file_state, json_size_limit,
-                      stored_position)
+from .sources import (HashedTrace, file_digest, file_state, input_size, is_object,
+                      json_size_limit, source_name, stored_position)
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import fail_at, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
@@ -183,7 +183,7 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     try:
         with contextlib.ExitStack() as stack:
             pool = None
-            if parallel_files or (options.jobs > 1 and any(_large(path) for path in paths)):
+            if parallel_files or (options.jobs > 1 and any(is_large(path) for path in paths)):
                 _share_with_workers()
                 # Forked first, before this process starts threads (hashing, delta-rs).
                 pool = stack.enter_context(worker_pool(options.jobs,
@@ -207,10 +207,10 @@ def _share_with_workers():
     default_rules()
 
 
-def _large(path):
+def is_large(path):
     try:
-        return os.path.getsize(path) > reader.BLOCK_SIZE
-    except OSError:
+        return input_size(path) > reader.BLOCK_SIZE
+    except (OSError, TracewhError):  # reported by the reading that follows
         return False
 
 
@@ -277,7 +277,7 @@ class _Committer:
         """The outcome `unchanged` when a small file is already stored in its run/phase (and
         rank, when given): known without parsing it. Larger files are hashed while they are
         parsed, and the commit finds out."""
-        if self.options.replace:
+        if self.options.replace or is_object(path):  # an object: read once, as it is parsed
             return None
         try:
             if os.path.getsize(path) > HASH_FIRST_LIMIT:
@@ -338,19 +338,19 @@ class StagedFile:
 
 def _stage_file(catalog, path, options, pool=None, on_bytes=None):
     """Stage one file: a StagedFile, or a failed IngestOutcome (its staging removed)."""
+    return staged_or_failed(catalog, path, stage_file, options, pool, on_bytes)
+
+
+def staged_or_failed(catalog, path, stage, options, *arguments):
+    """`stage(path, options, staging, *arguments)` into a new staging directory: its
+    StagedFile, or the failed IngestOutcome of a TraceError (or a warehouse that cannot be
+    written), its staging removed."""
     staging = None
     try:
         staging = catalog.new_staging_dir()
-        return stage_file(path, options, staging, pool, on_bytes)
-    except TraceError as error:
-        outcome = IngestOutcome(printable(path), "failed", error=str(error),
-                                cli_error=error.cli_message())
-    except OSError as error:  # the warehouse side: disk full, no permission
-        outcome = _warehouse_failure(printable(path), catalog, error)
-    except (RecursionError, MemoryError) as error:  # where no byte offset is known (metadata)
-        problem = "out of memory" if isinstance(error, MemoryError) else "nesting too deep"
-        outcome = IngestOutcome(printable(path), "failed",
-                                error=f"{printable(path)}: {problem} to ingest it")
+        return stage(path, options, staging, *arguments)
+    except (TraceError, OSError, RecursionError, MemoryError) as error:
+        outcome = failed_outcome(catalog, path, error)
     except BaseException:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -360,24 +360,62 @@ def _stage_file(catalog, path, options, pool=None, on_bytes=None):
     return outcome
 
 
+def failed_outcome(catalog, path, error):
+    """The failed IngestOutcome of `path` for `error`: a TraceError; an OSError of the
+    warehouse side (disk full, no permission); a RecursionError or MemoryError where no byte
+    offset is known (metadata)."""
+    if isinstance(error, TraceError):
+        return IngestOutcome(printable(path), "failed", error=str(error),
+                             cli_error=error.cli_message())
+    if isinstance(error, OSError):
+        return _warehouse_failure(printable(path), catalog, error)
+    problem = "out of memory" if isinstance(error, MemoryError) else "nesting too deep"
+    return IngestOutcome(printable(path), "failed",
+                         error=f"{printable(path)}: {problem} to ingest it")
+
+
+@dataclass(frozen=True)
+class TraceStart:
+    """What is settled of a file before its events are read: its new trace id, its run and
+    phase (as the options and its path say), its file_state, and the base time guessed."""
+
+    trace_id: str
+    run: str
+    phase: str
+    state: tuple
+    base_guess: int
+
+
+def start_trace(path, options):
+    """The file's TraceStart (file_state taken before it is opened: see _check_unchanged)."""
+    return TraceStart(uuid.uuid4().hex[:16], identity.resolve_run(options.run, path),
+                      identity.resolve_phase(options.phase, path), file_state(path),
+                      guess_base_time(path))
+
+
 def stage_file(path, options, staging, pool=None, on_bytes=None):
     """Read, normalise and stage one file into `staging`; raise TraceError if it cannot be.
     `on_bytes(done)` is told how many bytes of the file (as stored) are behind each
     normalised chunk."""
-    trace_id = uuid.uuid4().hex[:16]
-    run = identity.resolve_run(options.run, path)
-    phase = identity.resolve_phase(options.phase, path)
-    state = file_state(path)  # before it is opened: see _check_unchanged
-    base_guess = guess_base_time(path)
+    start = start_trace(path, options)
     try:
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
-                               confirm_cuts=False, on_bytes=on_bytes)
+        staged = _stage_chunks(path, start, staging, pool, options, confirm_cuts=False,
+                               on_bytes=on_bytes)
     except UnconfirmedChunk:  # an odd layout or a malformed file: read it the careful way
         for leftover in staging.iterdir():
             leftover.unlink()
-        staged = _stage_chunks(path, trace_id, staging, base_guess, pool, options,
-                               confirm_cuts=True, on_bytes=on_bytes)
-    _check_unchanged(path, state, staged.size)
+        staged = _stage_chunks(path, start, staging, pool, options, confirm_cuts=True,
+                               on_bytes=on_bytes)
+    _check_unchanged(path, start.state, staged.size)
+    return finish_staging(path, options, staging, start, staged, pool)
+
+
+def finish_staging(path, options, staging, start, staged, pool=None):
+    """Stage what follows a file's chunks, whose parts are in `staging` (StagedChunks): the
+    parts rebased when the base time guessed was wrong, the per-trace tables (summaries,
+    op_time, critical path, call tree, steps, devices) measured and the small parts merged,
+    its `traces` row made: a StagedFile. `pool`: the workers that measure, or None (here)."""
+    trace_id, run, phase, base_guess = start.trace_id, start.run, start.phase, start.base_guess
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     kernel_summaries = staged.kernel_summaries
     metadata = decode_metadata(staged.metadata)
@@ -435,7 +473,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     notes = [f"{text} ({count})" for text, count in sorted(warnings.items())]
     sha256, size = staged.sha256, staged.size
     row = trace_row(metadata, trace_id=trace_id, sha256=sha256,
-                    source_path=path_text(os.path.abspath(path)), size=size, events=events,
+                    source_path=source_name(path), size=size, events=events,
                     world_size=identity.world_size(distributed), tags=options.tags,
                     warnings=notes, secrets_redacted=secrets)
     devices = device_rows(metadata, trace_id)
@@ -516,36 +554,49 @@ class StagedChunks:
     sha256: str = ""  # of the file's bytes as read (stored, compressed or not)
     size: int = 0  # bytes read
 
+    def add(self, summary):
+        """Count in a chunk's ChunkSummary (its part numbers kept sorted)."""
+        for name in summary.rows:
+            if summary.part not in self.parts[name]:
+                self.parts[name].append(summary.part)
+                self.parts[name].sort()
+        self.warnings.update(summary.warnings)
+        self.events += summary.events
+        self.secrets += summary.secrets
+        if summary.first_ns is not None and (self.first_ns is None
+                                             or summary.first_ns < self.first_ns):
+            self.first_ns = summary.first_ns
+        if summary.kernels is not None:
+            self.kernel_summaries.append(summary.kernels)
 
-def _stage_chunks(path, trace_id, staging, base_guess, pool, options, confirm_cuts,
-                  on_bytes=None):
+
+def _stage_chunks(path, start, staging, pool, options, confirm_cuts, on_bytes=None):
     """Read the file's chunks and stage their parts; UnconfirmedChunk when a chunk cut without
     confirmation is not what it seemed (the staged parts are then to be discarded)."""
     staged = StagedChunks()
     with HashedTrace(path) as trace_file:
-        stream, plain = trace_file.stream, not trace_file.compressed
-        trace_reader = TraceReader(
-            stream, path, by_reference=plain, confirm_cuts=confirm_cuts,
-            max_event_size=options.max_event_size,
-            max_json_size=json_size_limit(path, not plain, options.max_json_size))
+        stream = trace_file.stream
+        trace_reader = open_reader(trace_file, path, options, confirm_cuts,
+                                   elsewhere=pool is not None)
         for summary in _summaries(_progress(trace_reader.chunks(), stream, on_bytes), path,
-                                  trace_id, staging, base_guess, pool, options):
-            for name in summary.rows:
-                if summary.part not in staged.parts[name]:
-                    staged.parts[name].append(summary.part)
-            staged.warnings.update(summary.warnings)
-            staged.events += summary.events
-            staged.secrets += summary.secrets
-            if summary.first_ns is not None and (staged.first_ns is None
-                                                 or summary.first_ns < staged.first_ns):
-                staged.first_ns = summary.first_ns
-            if summary.kernels is not None:
-                staged.kernel_summaries.append(summary.kernels)
+                                  start.trace_id, staging, start.base_guess, pool, options):
+            staged.add(summary)
         staged.sha256, staged.size = trace_file.finish()
-    for numbers in staged.parts.values():
-        numbers.sort()
     staged.metadata = trace_reader.metadata
     return staged
+
+
+def open_reader(trace_file, path, options, confirm_cuts, elsewhere):
+    """The TraceReader of a HashedTrace: an uncompressed file's chunks by reference (read
+    by the process that normalises them), a compressed one's with their bytes; an
+    uncompressed object's by reference only when other processes normalise them
+    (`elsewhere`), each with a ranged GET: here, the bytes streamed are used, not fetched
+    again."""
+    plain = not trace_file.compressed
+    return TraceReader(trace_file.stream, path,
+                       by_reference=plain and (elsewhere or not is_object(path)),
+                       confirm_cuts=confirm_cuts, max_event_size=options.max_event_size,
+                       max_json_size=json_size_limit(path, not plain, options.max_json_size))
 
 
 def _progress(chunks, stream, on_bytes):

@@ -29,7 +29,6 @@ MAX_NESTING levels.
 """
 
 import json
-import os
 import re
 from dataclasses import dataclass
 
@@ -37,6 +36,8 @@ import msgspec
 from msgspec import Raw
 
 from tracewh.errors import HINT, TraceError
+
+from .sources import read_range
 
 BLOCK_SIZE = 16 << 20
 # The largest event or top-level value read by default: real events are at most a few KB (the
@@ -87,13 +88,13 @@ class Chunk:
     confirmed: bool = True
 
     def load(self, path):
-        """The array's bytes (or bytearray), read from `path` when the chunk is by reference."""
+        """The array's bytes (or bytearray), read from `path` when the chunk is by reference
+        (a ranged read of an object)."""
         if self.data is not None:
             return self.data
-        data = bytearray(self.length)  # read into it: one copy of the bytes, not two
-        with open(path, "rb") as handle:
-            if os.preadv(handle.fileno(), [data], self.offset) != self.length:
-                raise TraceError(path, "cannot read: the file became shorter while it was read")
+        data = read_range(path, self.offset, self.length)
+        if len(data) != self.length:
+            raise TraceError(path, "cannot read: the file became shorter while it was read")
         data[0], data[-1] = 0x5B, 0x5D
         return data
 

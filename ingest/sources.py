@@ -1,4 +1,12 @@
-"""Finding trace files and opening them: paths, directories and globs; plain or gzipped JSON."""
+"""Finding trace files and opening them: paths, directories and globs, or the objects of an
+object store (s3://bucket/prefix: an object, or every trace under the prefix); plain or
+gzipped JSON.
+
+An object is named by a storage location (tracewh.storage.Location) wherever a local file is
+by its path, and read with the warehouse's object-store client (the same AWS variables):
+front to back as one streamed GET, and a chunk that another process normalises by a ranged
+GET of its own (an engine's worker needs no copy, nor the path of a driver's disk).
+"""
 
 import glob
 import gzip
@@ -6,7 +14,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from tracewh.errors import TraceError, UsageError
+from tracewh import storage
+from tracewh.errors import TraceError, UsageError, path_text
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -23,11 +32,14 @@ def is_trace_name(path):
 
 def expand_inputs(patterns):
     """Each PATH argument as a list of trace files: a file as is, a directory as every trace
-    file under it, anything else as a glob. Sorted, without repeats."""
+    file under it, an s3:// URL as its object or every trace object under it as a prefix,
+    anything else as a glob. Sorted, without repeats."""
     files = []
     for pattern in patterns:
         path = Path(pattern)
-        if path.is_dir():
+        if storage.is_url(pattern):
+            found = _objects(pattern)
+        elif path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and is_trace_name(p))
             if not found:
                 raise UsageError(f"{pattern}: no trace files (*.json, *.json.gz) in this directory")
@@ -40,8 +52,51 @@ def expand_inputs(patterns):
         files.extend(found)
     unique = {}
     for path in files:
-        unique.setdefault(os.path.abspath(path), path)
+        unique.setdefault(str(path) if is_object(path) else os.path.abspath(path), path)
     return list(unique.values())
+
+
+def _objects(url):
+    """The trace object `url` names, or the trace objects under it as a prefix; a missing
+    bucket, or keys the store refuses, raise its one-line WarehouseError."""
+    where = storage.location(url)
+    store = storage.of(where)
+    if is_trace_name(where) and store.exists(where):
+        return [where]
+    found = [key for key in store.keys(where) if is_trace_name(key)]
+    if not found:
+        raise UsageError(f"{url}: no trace objects (*.json, *.json.gz) under this prefix")
+    return found
+
+
+def is_object(path):
+    """True for an object store's trace (a Location), False for a local file."""
+    return isinstance(path, storage.Location)
+
+
+def input_size(path):
+    """The trace's size in bytes as stored."""
+    if is_object(path):
+        return storage.of(path).size(path)
+    return os.path.getsize(path)
+
+
+def source_name(path):
+    """How the `traces` table records where a trace came from: an absolute path, or a URL."""
+    return str(path) if is_object(path) else path_text(os.path.abspath(path))
+
+
+def read_range(path, offset, length):
+    """Up to `length` bytes of the trace from `offset`, as a bytearray (fewer at its end)."""
+    if is_object(path):
+        return bytearray(storage.of(path).read_range(path, offset, length))
+    data = bytearray(length)  # read into it: one copy of the bytes, not two
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        del data[os.preadv(handle, [data], offset):]
+    finally:
+        os.close(handle)
+    return data
 
 
 def open_trace(path):
@@ -53,6 +108,11 @@ def open_trace(path):
 
 
 def _open(path):
+    if is_object(path):
+        try:
+            return storage.of(path).stream(path)
+        except FileNotFoundError:
+            raise TraceError(path, "cannot open: no such object") from None
     try:
         return open(path, "rb")
     except OSError as error:
@@ -97,10 +157,17 @@ class HashedTrace:
 
 
 def file_state(path):
-    """(size, mtime_ns, ctime_ns) of a file: what changes when it is written, in place or
-    replaced. Compared before a file is opened and after it is read, it tells a file written
-    meanwhile (a write in the same tick of a coarse file system clock aside: Linux stamps
-    with a fine clock once the times were read, as this does)."""
+    """(size, mtime_ns, ctime_ns) of a file, (size, ETag, time) of an object: what changes
+    when it is written, in place or replaced. Compared before a file is opened and after it
+    is read, it tells a file written meanwhile (a write in the same tick of a coarse file
+    system clock aside: Linux stamps with a fine clock once the times were read, as this
+    does)."""
+    if is_object(path):
+        store = storage.of(path)
+        try:
+            return (store.size(path), *store.mark(path))
+        except FileNotFoundError:
+            raise TraceError(path, "cannot read: no such object") from None
     try:
         state = os.stat(path)
     except OSError as error:
@@ -113,7 +180,7 @@ def json_size_limit(path, compressed, limit=None):
     for a `compressed` file, else None (no limit)."""
     if limit is not None or not compressed:
         return limit
-    return max(GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT * os.path.getsize(path))
+    return max(GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT * input_size(path))
 
 
 def stored_position(stream):

@@ -18,10 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tracewh.errors import TracewhError
 from tracewh.storage.layout import staged_name
 from tracewh.storage.parquet import holds_dictionaries, parquet_writer, write_table
 from tracewh.storage.schema import TABLES
 
+from .sources import input_size, read_range
 from .summaries import contiguous
 
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
@@ -29,15 +31,14 @@ TAIL_BYTES = 1 << 16
 
 
 def guess_base_time(path):
-    """baseTimeNanoseconds from the last bytes of an uncompressed file, or 0."""
+    """baseTimeNanoseconds from the last bytes of an uncompressed file (or object), or 0.
+    A file that cannot be read is reported by the reading that follows."""
     try:
-        with open(path, "rb") as handle:
-            if handle.read(2) == b"\x1f\x8b":
-                return 0
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - TAIL_BYTES))
-            matches = _BASE_TIME.findall(handle.read())
-    except OSError:
+        if read_range(path, 0, 2) == b"\x1f\x8b":
+            return 0
+        matches = _BASE_TIME.findall(read_range(path, max(0, input_size(path) - TAIL_BYTES),
+                                                TAIL_BYTES))
+    except (OSError, TracewhError):
         return 0
     return int(matches[-1]) if matches else 0
 

@@ -116,6 +116,26 @@ def view_frame(warehouse, name):
                          .to_arrow_table())
 
 
+def table_contents(warehouse, drop=()):
+    """Every table's rows, as JSON text, sorted, without what differs from one ingest of the
+    same files to the next (trace ids, commit times, the order of commits) nor the `traces`
+    columns in `drop`: what two ways of ingesting the same traces must agree on."""
+    def rows(sql):
+        result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query", "--format",
+                                          "json", sql])
+        assert result.exit_code == 0, (result.output, result.exception)
+        return result.stdout
+
+    from tracewh.storage.directory import TRACES
+    from tracewh.storage.schema import TABLES
+
+    found = {"seqs": rows("SELECT ingest_seq FROM traces ORDER BY ALL")}
+    for name in TABLES:
+        dropped = ["trace_id", *(["ingested_at", "ingest_seq", *drop] if name == TRACES else [])]
+        found[name] = rows(f"SELECT * EXCLUDE ({', '.join(dropped)}) FROM {name} ORDER BY ALL")
+    return found
+
+
 def error_lines(text):
     """The `error: ` lines of a command's output."""
     return [line for line in text.splitlines() if line.startswith("error: ")]

@@ -14,9 +14,11 @@ PACKAGES = {"warehouse": "tracewh", "ingest": "tracewh.ingest"}
 BASE = {"tracewh.storage.schema", "tracewh.storage.layout", "tracewh.storage.parquet",
         "tracewh.storage.names", "tracewh.errors"}
 # What the ingest builds on, besides the base: the kernel rules it classifies by, the
-# catalog's StagedTrace, what it hands the commit, and the batch commit of an engine's
-# workers' files (storage.batch), which they write into the warehouse themselves.
-INGEST_USES = BASE | {"tracewh.rules", "tracewh.storage.catalog", "tracewh.storage.batch"}
+# catalog's StagedTrace, what it hands the commit, the batch commit of an engine's
+# workers' files (storage.batch), which they write into the warehouse themselves, and the
+# storage backends (tracewh.storage: location, of) that s3:// trace objects are read with.
+INGEST_USES = BASE | {"tracewh.rules", "tracewh.storage", "tracewh.storage.catalog",
+                      "tracewh.storage.batch"}
 # The modules that start an ingest, the only ones of tracewh that import tracewh.ingest.
 INGEST_STARTERS = {"tracewh.api", "tracewh.torch", "tracewh.commands.ingest"}
 

@@ -23,7 +23,9 @@ from tracewh.storage import delta
 from tracewh import storage
 from tracewh.cli import cli
 
-from .conftest import EXAMPLES, error_lines
+from tracewh.ingest import reader
+
+from .conftest import EXAMPLES, error_lines, shared, table_contents
 from .object_store import ACCESS_KEY, SECRET_KEY, make_bucket, seaweedfs
 
 pytestmark = pytest.mark.s3
@@ -239,6 +241,73 @@ def test_a_store_that_ignores_conditional_writes_is_refused(s3, tmp_path):
     assert "Traceback" not in err
     location = storage.location(f"s3://{BUCKET}/ignoring")
     assert not storage.of(location).exists(location / "traces/_delta_log/" / f"{0:020d}.json")
+
+
+INPUTS = "tracewh-inputs"
+
+
+@pytest.fixture(scope="module")
+def trace_objects(s3):
+    """s3://tracewh-inputs/: the first four DLRM ranks under dlrm/, DeepSeek's train.json
+    under big/; the local files they are copies of."""
+    make_bucket(s3, INPUTS)
+    bucket = storage.location(f"s3://{INPUTS}")
+    files = {"dlrm": FEW, "big": [shared("deepseek-profile-data/train.json")]}
+    for folder, paths in files.items():
+        for path in paths:
+            storage.of(bucket).put_file(path, bucket / folder / path.name)
+    return files
+
+
+def test_trace_objects_are_ingested_as_their_local_files_are(trace_objects, tmp_path,
+                                                             monkeypatch):
+    """`ingest s3://...` (a prefix, an object) into a local and an S3 warehouse: the rows of
+    the local files' ingest. train.json is cut into 256 KB chunks, read by the workers with
+    ranged GETs."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 256 << 10)
+    reference = tmp_path / "reference"
+    _cli(reference, "ingest", *trace_objects["dlrm"], "--run", "a", "--phase", "train")
+    _cli(reference, "ingest", *trace_objects["big"], "--run", "big", "--phase", "train")
+    expected = table_contents(reference, drop=["source_path"])
+    for warehouse in (tmp_path / "local", f"s3://{BUCKET}/from-objects"):
+        result = _cli(warehouse, "ingest", f"s3://{INPUTS}/dlrm", "--run", "a", "--phase",
+                      "train", "--jobs", "2")
+        assert "run a: 4 files ingested" in result.stdout
+        _cli(warehouse, "ingest", f"s3://{INPUTS}/big/train.json", "--run", "big", "--phase",
+             "train", "--jobs", "2")
+        assert table_contents(warehouse, drop=["source_path"]) == expected
+        assert _rows(warehouse, "SELECT source_path FROM traces WHERE run = 'big'") == [
+            {"source_path": f"s3://{INPUTS}/big/train.json"}]
+        again = _cli(warehouse, "ingest", f"s3://{INPUTS}/dlrm/", "--run", "a", "--phase",
+                     "train")
+        assert "4 unchanged" in again.stdout
+
+
+@pytest.mark.parametrize("url, line", [
+    (f"s3://{INPUTS}/dlrm/no-such.json",
+     f"error: s3://{INPUTS}/dlrm/no-such.json: no trace objects (*.json, *.json.gz) under "
+     "this prefix"),
+    ("s3://no-such-bucket/traces/", "error: s3://no-such-bucket at {endpoint}: no such bucket"),
+])
+def test_a_missing_trace_object_or_bucket_is_one_line(s3, trace_objects, tmp_path, url, line):
+    result = _cli(tmp_path / "wh", "ingest", url, expect=2)
+    assert error_lines(result.output) == [line.format(endpoint=s3["AWS_ENDPOINT_URL"])]
+    assert "Traceback" not in result.output
+
+
+def test_trace_objects_with_wrong_keys_are_one_line_and_no_secret(s3, trace_objects,
+                                                                   tmp_path):
+    wrong = "wrong-secret-that-must-not-be-printed"
+    process = _process({**s3, "AWS_SECRET_ACCESS_KEY": wrong}, str(tmp_path / "wh"), "ingest",
+                       f"s3://{INPUTS}/dlrm/")
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert error_lines(err) == [
+        f"error: s3://{INPUTS} at {s3['AWS_ENDPOINT_URL']}: access denied "
+        "(SignatureDoesNotMatch): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and the "
+        "bucket's policy)"]
+    assert "Traceback" not in err and wrong not in out + err
+    assert not (tmp_path / "wh").exists()
 
 
 @pytest.mark.parametrize("command", [["runs"], ["ingest", RANKS[0], "--run", "w"]])

@@ -2,9 +2,13 @@
 warehouse (a local directory, SeaweedFS's S3), committed at once by the driver with a Delta
 transaction. Compared with the in-process ingest of the same files, table by table; a worker
 killed mid-task is retried and nothing is stored twice; a driver run again with the same
-transaction commits nothing. The commit's own checks (a missing file, a file of another
-schema, an old transaction version) run on the in-process engine, without Ray."""
+transaction commits nothing. A large file is cut into chunks, each a task, then one task
+measures its per-trace tables: the same rows as the in-process ingest, on a local and an S3
+warehouse. The commit's own checks (a missing file, a file of another schema, an old
+transaction version), and the chunked path's cuts to confirm and failures, run on the
+in-process engine, without Ray."""
 
+import json
 import os
 import socket
 import sys
@@ -18,6 +22,7 @@ import tracewh
 from tracewh import storage
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
+from tracewh.ingest import reader
 from tracewh.ingest.distributed import KILL_FIRST_JOB, decode_job, new_transaction
 from tracewh.ingest.engines import InProcess
 from tracewh.ingest.pipeline import ingest_options
@@ -25,14 +30,16 @@ from tracewh.storage import delta
 from tracewh.storage.batch import Transaction, commit_written
 from tracewh.storage.catalog import Catalog
 from tracewh.storage.directory import TRACES
-from tracewh.storage.schema import TABLES
 
-from .conftest import EXAMPLES, error_lines
+from .conftest import EXAMPLES, error_lines, shared, table_contents
 from .object_store import make_bucket, seaweedfs
 
 RANKS = sorted(EXAMPLES.glob("*.json*"))
 FEW = RANKS[:4]
 BUCKET = "tracewh-ray"
+# The tests' large-file size, and chunk size: DeepSeek's train.json (3 MB) is cut into ~65
+# chunks, a DLRM rank (53 KB gzipped, 0.9 MB of JSON) into ~20 that carry their bytes.
+SMALL_BLOCK = 48 << 10
 
 
 def _cli(warehouse, *args, expect=0):
@@ -40,19 +47,6 @@ def _cli(warehouse, *args, expect=0):
     if expect is not None:
         assert result.exit_code == expect, (result.output, result.exception)
     return result
-
-
-def _contents(warehouse):
-    """Every table's rows, as JSON text, sorted, without what differs from one ingest to the
-    next (trace ids, commit times, and the order of commits: the in-process ingest commits
-    files as its workers finish them)."""
-    found = {"seqs": _cli(warehouse, "query", "--format", "json",
-                          "SELECT ingest_seq FROM traces ORDER BY ALL").stdout}
-    for name in TABLES:
-        dropped = "trace_id, ingested_at, ingest_seq" if name == TRACES else "trace_id"
-        found[name] = _cli(warehouse, "query", "--format", "json",
-                           f"SELECT * EXCLUDE ({dropped}) FROM {name} ORDER BY ALL").stdout
-    return found
 
 
 def _traces_version(warehouse):
@@ -70,7 +64,38 @@ def reference(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def expected(reference):
-    return _contents(reference)
+    return table_contents(reference)
+
+
+def _large_files():
+    return [shared("deepseek-profile-data/train.json"), RANKS[0]]
+
+
+@pytest.fixture(scope="module")
+def large_reference(tmp_path_factory):
+    """The in-process ingest of the large files, each one chunk (the default block size)."""
+    warehouse = tmp_path_factory.mktemp("large") / "wh"
+    _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train")
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def large_expected(large_reference):
+    return table_contents(large_reference)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Files over SMALL_BLOCK are large, cut into chunks of it (by this process: the
+    driver)."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", SMALL_BLOCK)
+
+
+def _chunk_files(warehouse, table="cpu_ops"):
+    """How many files the snapshot's `table` has: one per chunk that holds its rows, where a
+    trace is cut (the in-process ingest of the large files stores 2)."""
+    return len(Catalog(warehouse).snapshot().paths(storage.location(str(warehouse)),
+                                                  tables=[table])[table])
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +131,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_p
                   "--engine", "ray", "--txn-id", "nightly:7")
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
     # The driver run again (it died before it could say it committed): --replace, so that
     # the stored files do not make it a no-op by themselves; the transaction does.
     version = _traces_version(warehouse)
@@ -114,7 +139,7 @@ def test_ray_ingest_stores_what_the_in_process_one_does(cluster, expected, tmp_p
         _cli(warehouse, "ingest", *RANKS, "--run", "r", "--phase", "train", "--engine", "ray",
              "--txn-id", txn_id, "--replace")
         assert _traces_version(warehouse) == version
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
     # every file under the partitions is named by the snapshot: the re-run's are deleted
     catalog = Catalog(warehouse)
     live = {path for paths in catalog.snapshot().paths(warehouse).values() for path in paths}
@@ -135,7 +160,48 @@ def test_ray_into_s3_with_a_worker_killed(cluster, expected, tmp_path, monkeypat
     assert "run r: 8 files ingested, 26,538 events" in result.stdout
     monkeypatch.delenv(KILL_FIRST_JOB)
     _cli(warehouse, "ingest", *FEW, "--run", "f", "--phase", "train", "--engine", "ray")
-    assert _contents(warehouse) == expected
+    assert table_contents(warehouse) == expected
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("where", ["local", pytest.param("s3", marks=pytest.mark.s3)])
+def test_a_large_file_is_decoded_chunk_by_chunk(cluster, large_expected, small_blocks,
+                                                 tmp_path, monkeypatch, where):
+    """Each chunk a Ray task, then one task for the trace: row for row what the in-process
+    ingest stores; on S3, the trace's task killed after writing its files is run again (the
+    same names written again) and nothing is stored twice."""
+    warehouse = tmp_path / "wh"
+    if where == "s3":
+        warehouse = f"s3://{BUCKET}/large"
+        monkeypatch.setenv(KILL_FIRST_JOB, str(tmp_path))
+    result = _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train",
+                  "--engine", "ray")
+    assert "run big: 2 files ingested" in result.stdout
+    assert (tmp_path / "killed").exists() == (where == "s3")
+    assert table_contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+
+
+@pytest.mark.ray
+@pytest.mark.s3
+def test_ray_workers_read_trace_objects_themselves(cluster, large_reference, small_blocks,
+                                                   tmp_path):
+    """Traces on S3, ingested by Ray into an S3 warehouse: the driver streams each large
+    object once to cut and hash it, the workers read their chunks by ranged GETs (no local
+    path in common); the rows are the in-process ingest's of the local files."""
+    inputs = storage.location(f"s3://{BUCKET}/inputs")
+    for path in _large_files():
+        storage.of(inputs).put_file(path, inputs / "big" / path.name)
+    warehouse = f"s3://{BUCKET}/from-objects"
+    result = _cli(warehouse, "ingest", f"{inputs}/big/", "--run", "big", "--phase", "train",
+                  "--engine", "ray")
+    assert "run big: 2 files ingested" in result.stdout
+    assert (table_contents(warehouse, drop=["source_path"])
+            == table_contents(large_reference, drop=["source_path"]))
+    sources = _cli(warehouse, "query", "--format", "csv",
+                   "SELECT source_path FROM traces ORDER BY 1").stdout.split()[1:]
+    assert sources == sorted(f"{inputs}/big/{path.name}" for path in _large_files())
+    assert _chunk_files(warehouse) > 20
 
 
 @pytest.mark.ray
@@ -148,7 +214,7 @@ def test_a_tracewh_error_in_a_task_is_raised_as_it_was(cluster):
         raise WarehouseError(f"refused: {text}")
 
     with Ray() as engine, pytest.raises(WarehouseError) as raised:
-        list(engine.map(refuse, [("x",)]))
+        engine.result(engine.submit(refuse, "x"))
     assert type(raised.value) is WarehouseError and str(raised.value) == "refused: x"
 
 
@@ -169,13 +235,57 @@ def test_in_process_engine_commits_once_per_table(tmp_path, reference):
     catalog = Catalog(warehouse)
     # created (version 0), its pointer (1), then one commit of all eight ranks
     assert catalog.snapshot().versions["kernels"] == 1 and _traces_version(warehouse) == 2
-    assert _contents(warehouse)["kernels"] == _contents_of_run(reference, "r")
+    assert table_contents(warehouse)["kernels"] == _contents_of_run(reference, "r")
 
 
 def _contents_of_run(warehouse, run):
     return _cli(warehouse, "query", "--format", "json",
                 f"SELECT * EXCLUDE (trace_id) FROM kernels WHERE run = '{run}' "
                 "ORDER BY ALL").stdout
+
+
+def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_blocks):
+    """The chunked path without Ray: the same rows as the in-process ingest."""
+    warehouse = tmp_path / "wh"
+    with tracewh.open(warehouse) as opened:
+        outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
+                                       engine=InProcess())
+    assert [o.status for o in outcomes] == ["ingested"] * 2
+    assert table_contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+
+
+def _odd_trace(path, broken=False):
+    """A trace whose events' args hold `"ph"` strings (an unconfirmed cut's event count is
+    wrong: its file is cut again, confirming each cut) or, `broken`, one malformed event
+    in the middle."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": 10 * i, "dur": 5,
+               "pid": 1, "tid": 1, "args": {"note": "ph"} if i % 7 == 3 else {}}
+              for i in range(3000)]
+    text = json.dumps({"traceEvents": events}, indent=1)
+    if broken:
+        middle = text.index('"op1500"')
+        text = text[:middle] + '"op1500" "x"' + text[middle + len('"op1500"'):]
+    path.write_text(text)
+    return path
+
+
+def test_cuts_to_confirm_and_a_bad_chunk_as_in_process(tmp_path, monkeypatch):
+    """A file whose unconfirmed cuts are wrong is read again the careful way, and a malformed
+    one fails with the in-process ingest's error, on the in-process engine as through Ray."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 16 << 10)
+    files = [_odd_trace(tmp_path / "odd.json"), _odd_trace(tmp_path / "bad.json", True)]
+    assert all(reader.BLOCK_SIZE * 8 < f.stat().st_size for f in files)
+    options = ingest_options(run="odd", phase="train")
+    outcomes = {}
+    for name, engine in (("reference", None), ("engine", InProcess())):
+        with tracewh.open(tmp_path / name) as opened:
+            outcomes[name] = opened.ingest_files(files, options, engine=engine)
+    assert [o.status for o in outcomes["engine"]] == ["ingested", "failed"]
+    assert ([(o.status, o.events, o.error) for o in outcomes["engine"]]
+            == [(o.status, o.events, o.error) for o in outcomes["reference"]])
+    assert "bad.json" in outcomes["engine"][1].error
+    assert table_contents(tmp_path / "engine") == table_contents(tmp_path / "reference")
 
 
 def test_a_transaction_is_committed_once(tmp_path):

@@ -12,7 +12,8 @@ import click
 from tracewh.ingest.jobs import mixed_job_warnings
 from tracewh.ingest.pipeline import ingest_options
 from tracewh.ingest.reader import MAX_EVENT_SIZE, format_size
-from tracewh.ingest.sources import GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs
+from tracewh.ingest.sources import (GZIP_LIMIT_FLOOR, GZIP_RATIO_LIMIT, expand_inputs,
+                                    input_size)
 
 from ..cli import STARTED
 from ..errors import escaped, printable
@@ -65,8 +66,9 @@ def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep
     """Ingest trace files into the warehouse.
 
     PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
-    them) or globs. Both Chrome forms are accepted: an object with traceEvents, and a bare
-    array of events. Re-ingesting a file already in its run/phase/rank does nothing (with other
+    them), globs, or s3://BUCKET/KEY URLs (an object, or every trace object under the
+    prefix; credentials from the AWS variables, as for the warehouse). Both Chrome forms are
+    accepted: an object with traceEvents, and a bare array of events. Re-ingesting a file already in its run/phase/rank does nothing (with other
     --tag values it is an error: --replace re-ingests it with them).
 
     Name runs with --run: the default, the input's directory name, puts every trace under one
@@ -127,10 +129,10 @@ def _transaction(running, txn_id):
 @contextlib.contextmanager
 def _progress(files, engine="local"):
     """The progress callbacks of ingest_paths, drawing on stderr when it is a terminal: a bar
-    of files for several, a bar of bytes for one large file (not with an engine, which
-    decodes each file whole in one of its workers)."""
+    of files for several, a bar of bytes for one large file (not with an engine, whose
+    workers report no bytes)."""
     terminal = sys.stderr.isatty()
-    size = os.path.getsize(files[0]) if len(files) == 1 and engine == "local" else 0
+    size = input_size(files[0]) if len(files) == 1 and engine == "local" else 0
     if size >= BYTE_BAR_MIN:
         label = f"ingesting {printable(files[0].name)} ({size / 1e6:,.0f} MB)"
         with click.progressbar(length=size, file=sys.stderr, hidden=not terminal,

@@ -15,6 +15,7 @@ that reads and writes it. The object store's libraries are imported only for an 
 location (the CLI's start-up stays that of a local warehouse).
 """
 
+import os
 import re
 from pathlib import Path
 
@@ -41,18 +42,21 @@ def location(where):
 
 
 _LOCAL = LocalStorage()
-_STORES = {}  # {bucket: ObjectStorage}: one client (and its connections) per bucket
+# {(process id, bucket): ObjectStorage}: one client (and its connections) per bucket and
+# process: a forked ingest worker would otherwise share its parent's open connections.
+_STORES = {}
 
 
 def of(where):
     """The backend that holds `where` (a location)."""
     if not isinstance(where, Location):
         return _LOCAL
-    store = _STORES.get(where.bucket)
+    key = (os.getpid(), where.bucket)
+    store = _STORES.get(key)
     if store is None:
         from .objects import ObjectStorage  # botocore: only for an object store
 
-        store = _STORES[where.bucket] = ObjectStorage(where.bucket)
+        store = _STORES[key] = ObjectStorage(where.bucket)
     return store
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import delta, layout
-from .catalog import CommitResult, StagedTrace, _interrupt_deferred
+from .catalog import CommitResult, PlacedTrace, StagedTrace, _interrupt_deferred
 from .directory import TRACES
 from ..errors import WarehouseError, printable
 from .schema import TABLES
@@ -62,7 +62,7 @@ def write_trace(catalog, trace, staging):
     their partitions, under the names the in-process commit gives them: a WrittenTrace."""
     files, schemas = {}, {}
     for table, parts in trace.parts.items():
-        _make_partition(catalog, table, trace)
+        catalog.prepare_partition(table, trace)
         for part in parts:
             source = staging / layout.staged_name(table, part)
             data_file = trace.data_file(table, part, source)
@@ -70,13 +70,6 @@ def write_trace(catalog, trace, staging):
             catalog.store.put_file(source, catalog.table_path(table) / data_file.path)
             files.setdefault(table, []).append(data_file)
     return WrittenTrace(trace, files, schemas)
-
-
-def _make_partition(catalog, table, trace):
-    """The trace's run=/phase=/rank= directory of a local table, before a file is put there;
-    an object store has none."""
-    if catalog.store.local:
-        catalog.make_partition(table, trace)
 
 
 def committed_version(catalog, app_id, version=None):
@@ -130,19 +123,19 @@ def commit_written(catalog, written, transaction, replace=False, replace_up_to=N
         if _done(catalog, transaction):
             return _all_unchanged(catalog, written), True
         snapshot = catalog.snapshot()
-        results, kept, replaced = _triage(catalog, snapshot, written, replace, replace_up_to)
+        results, kept = _triage(catalog, snapshot, written, replace, replace_up_to)
         if not kept:
             return results, False
         staging = catalog.new_staging_dir()
         try:
             with _interrupt_deferred(), catalog.committing():
-                if catalog.store.local:
-                    _publish_locked(catalog, snapshot, kept, replaced, transaction, staging)
-                elif not _publish_unlocked(catalog, snapshot, kept, replaced, transaction,
-                                           staging):
-                    return _all_unchanged(catalog, written), True
+                version = catalog.publish(
+                    kept, snapshot, staging, [transaction.action()],
+                    committed=lambda version: _done(catalog, transaction, version))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    if version is None:
+        return _all_unchanged(catalog, written), True
     return results, False
 
 
@@ -157,10 +150,10 @@ def _all_unchanged(catalog, written):
 
 
 def _triage(catalog, snapshot, written, replace, replace_up_to):
-    """({trace_id: CommitResult}, the traces to commit, {trace_id: ids of the traces it
-    replaces}): traces already stored, or twice in `written`, are `unchanged`, their files
-    deleted."""
-    results, kept, replaced, seen = {}, [], {}, set()
+    """({trace_id: CommitResult}, [PlacedTrace] to commit): traces already stored, or twice
+    in `written`, are `unchanged`, their files deleted; with `replace`, the others replace
+    the traces of their run/phase/rank there up to `replace_up_to`."""
+    results, kept, seen = {}, [], set()
     for trace in written:
         staged = trace.staged
         same_rank = [t for t in catalog.traces_of(staged.run, staged.phase, snapshot)
@@ -173,12 +166,11 @@ def _triage(catalog, snapshot, written, replace, replace_up_to):
             discard_written(catalog, [trace])
             continue
         seen.add(key)
-        gone = {t.trace_id for t in same_rank
-                if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to)}
-        replaced[staged.trace_id] = gone
+        gone = frozenset(t.trace_id for t in same_rank
+                         if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to))
         results[staged.trace_id] = CommitResult(None, "replaced" if gone else "ingested")
-        kept.append(trace)
-    return results, kept, replaced
+        kept.append(PlacedTrace(staged, trace.files, gone))
+    return results, kept
 
 
 def discard_written(catalog, written):
@@ -186,94 +178,3 @@ def discard_written(catalog, written):
     for trace in written:
         for where in trace.locations(catalog):
             catalog.store.delete(where)
-
-
-def _removes(catalog, snapshot, kept, replaced, table):
-    replaced = set().union(*replaced.values())
-    if not replaced:
-        return []
-    runs = sorted({trace.staged.run for trace in kept})
-    return [delta.remove_action(f)
-            for f in catalog.live_files(table, snapshot.versions[table], runs)
-            if f.trace_id in replaced]
-
-
-def _trace_rows(catalog, snapshot, kept, staging):
-    """The `traces` files of `kept`, numbered after the snapshot's seq, written into their
-    partitions; return (their add actions, the class rules of the new pointer)."""
-    adds = []
-    rules = set(snapshot.class_rules)
-    for seq, trace in enumerate(kept, snapshot.seq + 1):
-        staged = trace.staged
-        row = catalog._stage_trace_row(staged, staging, seq)
-        source = staging / layout.staged_name(TRACES, 0)
-        added = staged.data_file(TRACES, 0, source, {name: row[name] for name in delta.ROW_STATS})
-        _make_partition(catalog, TRACES, staged)
-        catalog.store.put_file(source, catalog.table_path(TRACES) / added.path)
-        adds.append(delta.add_action(added))
-        rules |= {staged.class_rules} - {""}
-    return adds, rules
-
-
-def _publish_locked(catalog, snapshot, kept, replaced, transaction, staging):
-    """Under the lock (a local warehouse): each table's commit at the version after the
-    snapshot's."""
-    versions = dict(snapshot.versions)
-    for table in TABLES:
-        if table == TRACES:
-            continue
-        actions = (_removes(catalog, snapshot, kept, replaced, table)
-                   + [delta.add_action(f) for trace in kept for f in trace.files.get(table, ())])
-        if actions:
-            versions[table] = delta.commit(catalog.table_path(table), versions[table] + 1,
-                                           actions, "WRITE")
-    adds, rules = _trace_rows(catalog, snapshot, kept, staging)
-    delta.commit(catalog.table_path(TRACES), versions[TRACES] + 1,
-                 [*_removes(catalog, snapshot, kept, replaced, TRACES), *adds,
-                  transaction.action()],
-                 "WRITE", catalog.pointer(versions, snapshot.seq + len(kept), rules))
-
-
-def _publish_unlocked(catalog, snapshot, kept, replaced, transaction, staging):
-    """On an object store (no lock): each event table appended to at the first free version,
-    then `traces`, made again from the newest pointer when another writer took its version:
-    unless that writer recorded this transaction (a driver run twice at once: False, the
-    appends withdrawn) or conflicts (a WarehouseError, the appends withdrawn). Committed: the
-    files of the traces it replaced retired from the event tables (Catalog.retire_traces)."""
-    appended, files = {}, {}
-    try:
-        for table in TABLES:
-            if table == TRACES:
-                continue
-            adds = [f for trace in kept for f in trace.files.get(table, ())]
-            if adds:
-                files[table] = {index: f for index, f in enumerate(adds)}
-                appended[table] = catalog.append(table, snapshot.versions[table],
-                                                 [delta.add_action(f) for f in adds], "WRITE")
-        now = snapshot
-        while True:
-            if now.versions[TRACES] != snapshot.versions[TRACES]:
-                if _done(catalog, transaction, now.versions[TRACES]):
-                    catalog._withdraw(appended, files)
-                    return False
-                for trace in kept:
-                    catalog._check_no_conflict(trace.staged, now,
-                                                replaced[trace.staged.trace_id])
-            adds, rules = _trace_rows(catalog, now, kept, staging)
-            versions = {table: max(version, appended.get(table, version))
-                        for table, version in now.versions.items()}
-            try:
-                delta.commit(catalog.table_path(TRACES), now.versions[TRACES] + 1,
-                             [*_removes(catalog, now, kept, replaced, TRACES), *adds,
-                              transaction.action()],
-                             "WRITE", catalog.pointer(versions, now.seq + len(kept), rules))
-                break
-            except delta.VersionTaken:
-                now = catalog.snapshot()
-    except BaseException:
-        catalog._withdraw(appended, files)
-        raise
-    for run in {trace.staged.run for trace in kept}:
-        catalog.retire_traces(run, set().union(*(replaced[trace.staged.trace_id] for trace in kept
-                                                  if trace.staged.run == run)), "WRITE")
-    return True

@@ -86,6 +86,17 @@ class StagedTrace:
                         pq.ParquetFile(file).metadata.num_rows, size, row, sha256=sha256)
 
 
+@dataclass(frozen=True)
+class PlacedTrace:
+    """A staged trace whose files are in their partitions already, to be committed
+    (Catalog.publish): its event tables' DataFiles, and the ids of the traces of its
+    run/phase/rank it replaces."""
+
+    staged: StagedTrace
+    files: dict  # {table: [DataFile]}, `traces` aside
+    replaced: frozenset = frozenset()
+
+
 @dataclass
 class StoredTrace:
     """A committed trace, as its `traces` row says."""
@@ -418,20 +429,19 @@ class Catalog:
                 return CommitResult(existing[0], "unchanged")
             replaced = [t for t in same_rank
                         if replace and (replace_up_to is None or t.ingest_seq <= replace_up_to)]
-            seq = snapshot.seq + 1
-            row = self._stage_trace_row(staged, staging, seq)
-            row_stats = {name: row[name] for name in delta.ROW_STATS}
             with _interrupt_deferred(), self.committing():
-                version = self._publish(staged, staging, snapshot, seq,
-                                        {t.trace_id for t in replaced}, row_stats)
+                placed = PlacedTrace(staged, self._place(staged, staging),
+                                     frozenset(t.trace_id for t in replaced))
+                version = self.publish([placed], snapshot, staging)
             if not self.store.local:  # its sequence number is that of the version it won
                 self._traces.pop((staged.run, staged.phase), None)
             else:
+                row = staged.row
                 self._traces[staged.run, staged.phase] = (version, [
                     *(t for t in stored if t not in replaced),
                     StoredTrace(staged.trace_id, staged.sha256, staged.run, staged.phase,
                                 staged.rank, row["events"], row["bytes"],
-                                json.loads(row["tags"] or "{}"), seq)])
+                                json.loads(row["tags"] or "{}"), snapshot.seq + 1)])
             shutil.rmtree(staging, ignore_errors=True)
             return CommitResult(None, "replaced" if replaced else "ingested")
 
@@ -458,47 +468,88 @@ class Catalog:
                                                 self.stored_traces(run, phase, snapshot))
         return known[1]
 
-    def _publish(self, staged, staging, snapshot, seq, replaced_ids, row_stats):
-        """Move the staged files into their partitions (upload them, to an object store)
-        and commit them, `traces` last; return the new version of `traces`."""
-        parts = {**staged.parts, TRACES: [0]}
-        files = {table: {part: staged.data_file(table, part,
-                                                staging / layout.staged_name(table, part),
-                                                row_stats if table == TRACES else None)
-                         for part in numbers} for table, numbers in parts.items()}
-        if not self.store.local:
-            return self._publish_unlocked(staged, staging, snapshot, files, replaced_ids)
-        # each run=/phase=/rank= directory, before any move
-        targets = {table: self.make_partition(table, staged) for table in parts}
-        for table, numbers in parts.items():
-            for part in numbers:
-                os.replace(staging / layout.staged_name(table, part),
-                           targets[table] / layout.part_file(staged.trace_id, part))
-        versions = dict(snapshot.versions)
-        if replaced_ids:  # every table's at once: delta-rs releases the GIL
-            with concurrent.futures.ThreadPoolExecutor(4) as pool:
-                list(pool.map(lambda table: self.run_files(table, versions[table], staged.run),
-                              TABLES))
-        for table in [name for name in TABLES if name != TRACES] + [TRACES]:
-            adds = list(files.get(table, {}).values())
-            removes = []
+    def _place(self, staged, staging):
+        """Move the staged parts of `staged` (upload them, to an object store) into their
+        partitions: {table: [DataFile]}."""
+        files = {table: [staged.data_file(table, part, staging / layout.staged_name(table, part))
+                         for part in numbers] for table, numbers in staged.parts.items()}
+        for table in files:  # each run=/phase=/rank= directory, before any move
+            self.prepare_partition(table, staged)
+        for table, numbers in staged.parts.items():
+            for part, data_file in zip(numbers, files[table]):
+                source = staging / layout.staged_name(table, part)
+                target = self.table_path(table) / data_file.path
+                if self.store.local:
+                    os.replace(source, target)
+                else:
+                    self.store.put_file(source, target)
+        return files
 
-            if replaced_ids:
-                removes = [f for f in self.run_files(table, versions[table], staged.run)
-                           if f.trace_id in replaced_ids]
-            info = None
+    def publish(self, traces, snapshot, staging, actions=(), committed=None):
+        """Commit `traces` ([PlacedTrace]) after `snapshot`: each event table's files and the
+        removal of the traces they replace, then `traces`: their rows (numbered after the
+        snapshot's seq; written here, through `staging`, into their partitions), the removal
+        of the replaced ones' rows, `actions` (an ingest's Delta transaction) and the new
+        pointer. Return the version of `traces`; or None, nothing committed, when another
+        writer won its version and `committed(that version)` says it recorded these traces
+        already (a driver run twice at once). Under the lock (a local warehouse) each table
+        is committed at the version after the snapshot's; on an object store see
+        _publish_unlocked."""
+        if self.store.local:
+            return self._publish_locked(traces, snapshot, staging, actions)
+        return self._publish_unlocked(traces, snapshot, staging, actions, committed)
+
+    def _publish_locked(self, traces, snapshot, staging, actions):
+        versions = dict(snapshot.versions)
+        runs = sorted({trace.staged.run for trace in traces})
+        replaced = frozenset().union(*(trace.replaced for trace in traces))
+        if replaced:  # every table's at once: delta-rs releases the GIL
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                list(pool.map(lambda each: self.run_files(each[0], versions[each[0]], each[1]),
+                              [(table, run) for table in TABLES for run in runs]))
+        for table in [name for name in TABLES if name != TRACES] + [TRACES]:
+            info, more = None, []
             if table == TRACES:
-                rules = set(snapshot.class_rules) | ({staged.class_rules} - {""})
-                info = self.pointer(versions, seq, rules)
-            elif not adds and not removes:
+                adds, rules = self._trace_rows(traces, snapshot, staging)
+                info = self.pointer(versions, snapshot.seq + len(traces), rules)
+                more = list(actions)
+            else:
+                adds = [f for trace in traces for f in trace.files.get(table, ())]
+            removes = [f for run in runs for f in self.run_files(table, versions[table], run)
+                       if f.trace_id in replaced] if replaced else []
+            if table != TRACES and not adds and not removes:
                 continue
-            actions = ([delta.remove_action(f) for f in removes]
-                       + [delta.add_action(f) for f in adds])
-            committed = delta.commit(self.table_path(table), versions[table] + 1, actions,
-                                     "WRITE", info)
-            self._follow_run_files(table, staged.run, versions[table], committed, removes, adds)
+            committed = delta.commit(self.table_path(table), versions[table] + 1,
+                                     [*map(delta.remove_action, removes),
+                                      *map(delta.add_action, adds), *more], "WRITE", info)
+            for run in runs:
+                self._follow_run_files(table, run, versions[table], committed,
+                                       [f for f in removes if f.run == run],
+                                       [f for f in adds if f.run == run])
             versions[table] = committed
         return versions[TRACES]
+
+    def _trace_rows(self, traces, snapshot, staging):
+        """The `traces` rows of `traces`, numbered after the snapshot's seq, written into
+        their partitions: (their DataFiles, the class rules of the new pointer)."""
+        adds, rules = [], set(snapshot.class_rules)
+        for seq, trace in enumerate(traces, snapshot.seq + 1):
+            staged = trace.staged
+            row = self._stage_trace_row(staged, staging, seq)
+            source = staging / layout.staged_name(TRACES, 0)
+            added = staged.data_file(TRACES, 0, source,
+                                     {name: row[name] for name in delta.ROW_STATS})
+            self.prepare_partition(TRACES, staged)
+            self.store.put_file(source, self.table_path(TRACES) / added.path)
+            adds.append(added)
+            rules |= {staged.class_rules} - {""}
+        return adds, rules
+
+    def prepare_partition(self, table, staged):
+        """The run=/phase=/rank= directory of `staged` in a local `table` (make_partition),
+        before a file is put there; an object store has none."""
+        if self.store.local:
+            self.make_partition(table, staged)
 
     def make_partition(self, table, staged):
         """The run=/phase=/rank= directory of `staged` (a StagedTrace) in a local `table`,
@@ -513,35 +564,58 @@ class Catalog:
 
     # -- an object store's commits: no lock ----------------------------------------------------
 
-    def _publish_unlocked(self, staged, staging, snapshot, files, replaced_ids):
-        """Commit a staged trace to an object store, where writers take no lock and Delta's
-        protocol orders them (each version created only if absent). The files are uploaded
-        under names no other writer uses (the trace id is new to this ingest); each event
-        table gets an append of them, retried at the next version when another writer took
-        its version (appends never conflict); then `traces` gets the trace's row, and the
-        removal of the rows it replaces, with a pointer made from the newest one: each
-        table's version the newest of the pointer's and this commit's. A reader sees the
-        files of the traces `traces` holds only (Snapshot.trace_ids), so the event tables'
-        files of a trace being committed, replaced or killed are never read. Lost the
-        `traces` version: made again from the new pointer, unless what won it conflicts
-        (the same trace committed, or a trace this one replaces replaced already): then the
-        appends are withdrawn and the commit refused. Return the version of `traces`."""
-        for table, by_part in files.items():
-            for part, data_file in by_part.items():
-                self.store.put_file(staging / layout.staged_name(table, part),
-                                    self.table_path(table) / data_file.path)
+    def _publish_unlocked(self, traces, snapshot, staging, actions, committed):
+        """publish on an object store, where writers take no lock and Delta's protocol orders
+        them (each version created only if absent). The files are in place under names no
+        other writer uses (a trace id is new to its ingest); each event table gets an append
+        of them, retried at the next version when another writer took its version (appends
+        never conflict); then `traces` gets their rows, and the removal of the rows they
+        replace, with a pointer made from the newest one: each table's version the newest of
+        the pointer's and these appends'. A reader sees the files of the traces `traces`
+        holds only (Snapshot.trace_ids), so the event tables' files of a trace being
+        committed, replaced or killed are never read. Lost the `traces` version: made again
+        from the new pointer, unless what won it conflicts (the same trace committed, or a
+        trace one of these replaces replaced already: a WarehouseError) or recorded these
+        traces (`committed`): then the appends are withdrawn. Committed: the files of the
+        traces replaced retired from the event tables (retire_traces)."""
+        files = {table: [f for trace in traces for f in trace.files.get(table, ())]
+                 for table in TABLES if table != TRACES}
+        runs = sorted({trace.staged.run for trace in traces})
+        replaced = frozenset().union(*(trace.replaced for trace in traces))
         appended = {}
         try:
-            for table in TABLES:
-                if table != TRACES and files.get(table):
-                    appended[table] = self.append(
-                        table, snapshot.versions[table],
-                        [delta.add_action(f) for f in files[table].values()], "WRITE")
-            version = self._commit_trace_row(staged, staging, snapshot, appended, replaced_ids)
+            for table, adds in files.items():
+                if adds:
+                    appended[table] = self.append(table, snapshot.versions[table],
+                                                  [delta.add_action(f) for f in adds], "WRITE")
+            now = snapshot
+            while True:
+                if now.versions[TRACES] != snapshot.versions[TRACES]:
+                    if committed is not None and committed(now.versions[TRACES]):
+                        self._withdraw(appended, files)
+                        return None
+                    for trace in traces:
+                        self._check_no_conflict(trace.staged, now, trace.replaced)
+                adds, rules = self._trace_rows(traces, now, staging)
+                removes = ([f for f in self.live_files(TRACES, now.versions[TRACES], runs)
+                            if f.trace_id in replaced] if replaced else [])
+                versions = {table: max(version, appended.get(table, version))
+                            for table, version in now.versions.items()}
+                try:
+                    version = delta.commit(
+                        self.table_path(TRACES), now.versions[TRACES] + 1,
+                        [*map(delta.remove_action, removes), *map(delta.add_action, adds),
+                         *actions],
+                        "WRITE", self.pointer(versions, now.seq + len(traces), rules))
+                    break
+                except delta.VersionTaken:
+                    now = self.snapshot()
         except BaseException:
             self._withdraw(appended, files)
             raise
-        self.retire_traces(staged.run, replaced_ids, "WRITE")
+        for run in runs:
+            self.retire_traces(run, frozenset().union(*(trace.replaced for trace in traces
+                                                        if trace.staged.run == run)), "WRITE")
         return version
 
     def retire_traces(self, run, trace_ids, operation):
@@ -584,33 +658,6 @@ class Catalog:
             except delta.VersionTaken:
                 version = delta.latest_version(path)
 
-    def _commit_trace_row(self, staged, staging, snapshot, appended, replaced_ids):
-        """The `traces` commit of `_publish_unlocked`, made again from the newest pointer
-        until it wins a version."""
-        path = self.table_path(TRACES)
-        now = snapshot
-        while True:
-            if now.versions[TRACES] != snapshot.versions[TRACES]:
-                self._check_no_conflict(staged, now, replaced_ids)
-            seq = now.seq + 1
-            row = self._stage_trace_row(staged, staging, seq)
-            source = staging / layout.staged_name(TRACES, 0)
-            added = staged.data_file(TRACES, 0, source,
-                                     {name: row[name] for name in delta.ROW_STATS})
-            self.store.put_file(source, path / added.path)
-            removes = ([f for f in self.live_files(TRACES, now.versions[TRACES], [staged.run])
-                        if f.trace_id in replaced_ids] if replaced_ids else [])
-            versions = {table: max(version, appended.get(table, version))
-                        for table, version in now.versions.items()}
-            rules = set(now.class_rules) | ({staged.class_rules} - {""})
-            try:
-                return delta.commit(path, now.versions[TRACES] + 1,
-                                    [*map(delta.remove_action, removes),
-                                     delta.add_action(added)],
-                                    "WRITE", self.pointer(versions, seq, rules))
-            except delta.VersionTaken:
-                now = self.snapshot()
-
     def _check_no_conflict(self, staged, now, replaced_ids):
         """Refuse a commit that what another writer committed meanwhile conflicts with."""
         same_rank = [t for t in self.stored_traces(staged.run, staged.phase, now)
@@ -630,7 +677,7 @@ class Catalog:
         for table, version in appended.items():
             with contextlib.suppress(WarehouseError, OSError):
                 self.append(table, version,
-                             [delta.remove_action(f) for f in files[table].values()], "WITHDRAW")
+                            [delta.remove_action(f) for f in files[table]], "WITHDRAW")
 
 
     def run_files(self, table, version, run):

@@ -22,6 +22,7 @@ write through.
 
 import concurrent.futures
 import contextlib
+import io
 import os
 import uuid
 from pathlib import Path
@@ -122,6 +123,34 @@ class ObjectStorage(Storage):
 
     def delete(self, where):
         self._call("delete_object", where, Key=where.key)
+
+    # -- trace files read as inputs ----------------------------------------------------------
+
+    def stream(self, where):
+        """The object's bytes, front to back, as a buffered binary stream (peek, read, tell):
+        one GET, read as it is consumed. FileNotFoundError when there is none."""
+        body = self._call("get_object", where, Key=where.key)["Body"]
+        return io.BufferedReader(_Body(body, lambda error: self._error(error, where)), 1 << 20)
+
+    def read_range(self, where, offset, length):
+        """`length` bytes of the object from `offset` (a ranged GET); fewer at its end."""
+        if length <= 0:
+            return b""
+        reply = self._call("get_object", where, Key=where.key,
+                           Range=f"bytes={offset}-{offset + length - 1}")
+        return reply["Body"].read()
+
+    def keys(self, where):
+        """The keys under the folder `where` (at any depth), as locations, in key order."""
+        found = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=_folder(where)):
+                found += [Location(where.scheme, self.bucket, item["Key"])
+                          for item in page.get("Contents", ())]
+        except (ClientError, BotoCoreError) as error:
+            raise self._error(error, where) from None
+        return found
 
     def delta_options(self):
         """delta-rs reads the same AWS variables itself; the region it needs set."""
@@ -225,6 +254,35 @@ def cache_dir():
         return Path(os.environ["TRACEWH_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "tracewh" / "objects"
+
+
+class _Body(io.RawIOBase):
+    """A GET's streaming body as a raw stream, counting what is read (its `tell`); a
+    connection lost midway raised as the store's error (`error`)."""
+
+    def __init__(self, body, error):
+        self._body = body
+        self._error = error
+        self._position = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        try:
+            data = self._body.read(len(buffer))
+        except (BotoCoreError, OSError) as error:
+            raise self._error(error) from None
+        buffer[:len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def tell(self):
+        return self._position
+
+    def close(self):
+        self._body.close()
+        super().close()
 
 
 class _Taken(Exception):

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import tracewh as tracewh_library
 from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, SYNC_COLUMNS, _best_edges,
                                           _best_edges_reference,
                                           _call_stack_edges, _call_stack_edges_reference,
@@ -211,7 +212,7 @@ def test_the_way_into_every_node_is_its_longest(graph):
         assert sum(int(weight[e]) for e in way) == length
 
 
-def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
+def test_job_path_of_several_ranks_and_the_command(tracewh, sql, warehouse):
     """Over DLRM's 8 ranks the job's path is the path of a rank without a collective on it
     (rank 6's, its DataLoader the slowest of those): rank 1's own path is longer, but most of
     it waits in a collective, and walked through the rank that arrived last there it is
@@ -237,6 +238,7 @@ def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
     assert sum(row["ns"] for row in found["breakdown"]) == total
     assert len(found["segments"]) == 3
     assert found["segments"][0]["ns"] >= found["segments"][-1]["ns"]
+    _stored_path_is_the_view_s(warehouse)
     one = json.loads(tracewh("critical-path", "dlrm", "--rank", "0", "--step",
                              "ProfilerStep#10", "--format", "json").stdout)
     assert {(r["bound_by"], r["ns"]) for r in one["breakdown"]} == {
@@ -308,7 +310,8 @@ def _late_rank(tracewh, sql, tmp_path, cut_short=False):
     return base_ns, collective, op
 
 
-def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path,
+                                                              warehouse):
     """Two ranks made from DLRM's rank 1 (_late_rank): the job's path crosses at the
     collective: rank 1's work up to its arrival, the delayed op DELAY_US longer on it, then
     rank 0's transfer after the last arrival (SLOW_US longer), no wait; DELAY_US + SLOW_US
@@ -335,9 +338,24 @@ def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_
     assert sum(r["ns"] for r in job if r["event_table"] == "cpu_ops"
                and r["event_id"] == op["event_id"]) == op["ns"] + DELAY_US * 1000
     assert "gpu_communication_wait" not in {r["bound_by"] for r in job}
+    _stored_path_is_the_view_s(warehouse)
 
 
-def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path):
+def _stored_path_is_the_view_s(warehouse):
+    """The job's path the refresh stored (the critical_path mart, computed in Python) holds
+    the rows the view's SQL computes, and is what a question over every run reads."""
+    from tracewh.derived.marts import mart_path
+
+    current = tracewh_library.open(warehouse).current_marts()
+    assert {Path(p).parent for p in current["critical_path"]} == {
+        mart_path(warehouse, "critical_path")}
+    stored = connect(warehouse).sql("SELECT * FROM critical_path").fetchall()
+    computed = connect(warehouse, marts=False).sql("SELECT * FROM critical_path").fetchall()
+    assert len(computed) > 0 and sorted(stored, key=repr) == sorted(computed, key=repr)
+
+
+def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path,
+                                                                warehouse):
     """As above, but rank 1's step ends before its way into the collective, so no segment of
     rank 1's leads there: the instance is matched all the same, and the job's path stays on
     rank 0, its wait for rank 1 on it as gpu_communication_wait (DELAY_US), then the
@@ -356,6 +374,7 @@ def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tm
     breakdown = {r["bound_by"]: r["ns"] for r in sql(
         "SELECT bound_by, ns FROM critical_path_breakdown WHERE run = 'job'")}
     assert breakdown["gpu_communication_wait"] == DELAY_US * 1000
+    _stored_path_is_the_view_s(warehouse)
 
 
 def test_diff_and_trend_say_which_class_of_which_rank_grew(tracewh, sql, tmp_path):

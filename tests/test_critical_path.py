@@ -4,6 +4,7 @@ running HTA), and its longest path against a plain reference on generated graphs
 
 import collections
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tracewh as tracewh_library
-from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, SYNC_COLUMNS, _best_edges,
+from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, DATA_LOADING, SYNC_COLUMNS,
+                                          _best_edges,
                                           _best_edges_reference,
                                           _call_stack_edges, _call_stack_edges_reference,
                                           _longest_path, _walk, path_table)
@@ -454,3 +456,35 @@ def test_graph_launch_connects_to_its_kernels_where_hta_does_not(tracewh, sql, t
     assert rows[0]["event_table"] in ("cpu_ops", "runtime")  # the path starts on the host
     assert sum(r["ns"] for r in rows if r["bound_by"] == "gpu_compute_bound") == sum(
         e["dur_ns"] for e in sql("SELECT dur_ns FROM kernels WHERE run = 'idle'"))
+
+
+def test_a_cpu_only_trace_gets_its_host_path(tracewh, sql, tmp_path):
+    """DLRM's worker 0 without its GPU activity and runtime calls (a CPU-only trace, on which
+    HTA fails): with no edge across threads, the step's path is the thread whose top-level
+    ops (and data loading annotations) take the most time, each op's time wholly on it,
+    computed here from the trace's events by their nesting."""
+    source = SHARED / "param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
+    document = load_reference(require(source))
+    document["traceEvents"] = [e for e in document["traceEvents"] if e.get("cat") not in (
+        "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync",
+        "gpu_user_annotation", "ac2g")]
+    trace = tmp_path / "cpu_only.json"
+    trace.write_text(json.dumps(document, default=str))
+    tracewh("ingest", trace, "--run", "cpu")
+    step = next(e for e in document["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    loading = re.compile("|".join(DATA_LOADING))
+    nodes = sorted(((e["pid"], e["tid"]), e["ts"], -e["dur"]) for e in document["traceEvents"]
+                   if e.get("ph") == "X" and e["dur"] > 0
+                   and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]
+                   and (e.get("cat") == "cpu_op" or loading.search(e["name"])))
+    busy, open_until = collections.Counter(), {}
+    for thread, start, negative in nodes:
+        if start >= open_until.get(thread, start):  # nothing open on the thread: top level
+            busy[thread] += -negative
+            open_until[thread] = start - negative
+        else:
+            open_until[thread] = max(open_until[thread], start - negative)
+    rows = sql("SELECT step, bound_by, ns FROM rank_critical_path WHERE run = 'cpu'")
+    assert {r["step"] for r in rows} == {step["name"]}
+    assert {r["bound_by"] for r in rows} == {"cpu_bound", "data_loading"}
+    assert sum(r["ns"] for r in rows) == max(busy.values()) * 1000 > 4_000_000

@@ -1,5 +1,7 @@
 """HTA's per-rank critical path breakdown of every ProfilerStep of one trace (the whole trace
 when it has none), as JSON: the reference figures of tests/data/critical_path/hta.toml.
+Regular expressions after the trace are HTA's data_load_events (HTA >= 0.6, which has the
+data_loading class; 0.6 is not on PyPI: install it from its repository's tag v0.6.1).
 
 Run it with HolisticTraceAnalysis in its own environment, never tracewh's:
 
@@ -18,7 +20,7 @@ import time
 from hta.trace_analysis import TraceAnalysis
 
 
-def main(path):
+def main(path, data_load_events):
     logging.disable(logging.WARNING)
     folder = tempfile.mkdtemp()
     shutil.copy(path, folder)
@@ -29,8 +31,10 @@ def main(path):
     out = []
     for instance in range(max(len(steps), 1)):
         started = time.perf_counter()
+        loading = {"data_load_events": data_load_events} if data_load_events else {}
         graph, ok = analysis.critical_path_analysis(
-            rank=rank, annotation="ProfilerStep" if steps else "", instance_id=instance)
+            rank=rank, annotation="ProfilerStep" if steps else "", instance_id=instance,
+            **loading)
         seconds = time.perf_counter() - started
         frame = graph.get_critical_path_breakdown()
         sums = frame.groupby("bound_by")["duration"].sum().to_dict()
@@ -41,4 +45,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -14,8 +14,8 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   runtime call of the trace with its correlation id, not 0: the earliest, then the first in
   the file) is one of them;
 - nodes: a start and an end for each host node event (cpu_op events of cpu_ops, every runtime
-  call) and each piece of that GPU work; other host events (annotations, python functions)
-  only nest them;
+  call, and the cpu_ops events of any category whose name loads data, DATA_LOADING) and each
+  piece of that GPU work; other host events (annotations, python functions) only nest them;
 - call stack edges, per thread: events ordered by start, then longer first, then file order;
   one is inside the last open one not ended by its start. A top-level event is a chain
   start -> each child's start and end (recursively) -> its end, each edge weighing the time
@@ -47,7 +47,8 @@ critical_path_analysis.py), written here with numpy and one linear pass:
 - each path edge is attributed to an event (the start's event for an edge leaving a start,
   else the end's event for an edge into an end, else the enclosing event; a kernel-kernel
   delay to the earlier work) and classified: launch delay gpu_kernel_launch_overhead,
-  kernel-kernel delay gpu_kernel_kernel_overhead, host events cpu_bound, GPU work
+  kernel-kernel delay gpu_kernel_kernel_overhead, host events data_loading when their name
+  loads data (DATA_LOADING), else cpu_bound, GPU work
   gpu_communication_bound when the default kernel rules class it communication, else
   gpu_compute_bound. The zero-weight links (between top-level events) and sync edges are not
   stored;
@@ -86,6 +87,11 @@ BLOCKING = frozenset((
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
     "cudaMemcpy", "cudaMemcpyAsync"))
 WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# Host events that load data (HTA >= 0.6's data_load_events, regular expressions searched in
+# the name; HTA takes them from its caller, tracewh names PyTorch's DataLoader annotation and
+# the annotations HTA's authors pass themselves): each is a node of the graph whatever its
+# category (an annotation is one otherwise only for nesting), its time data_loading.
+DATA_LOADING = ("DataLoader", "data_loading", "copy_batch_to_gpu")
 # Calls that launch a whole CUDA/HIP graph: HTA leaves their work unconnected to them (its
 # issue 290), tracewh gives each stream's first work of the launch a launch delay.
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch")
@@ -120,11 +126,12 @@ def measure(staging, parts, trace_id, kernel_names):
     return path_table(staged, trace_id, kernel_names)
 
 
-def path_table(staged, trace_id, kernel_names):
+def path_table(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
     """The trace's critical_path_edges rows (None when it has no host node event), from its
     staged tables ({table: at least COLUMNS}, and "syncs": its cuda_sync rows' SYNC_COLUMNS,
-    absent: none) and its kernel_names table (None: no GPU activity)."""
-    host = _Host(staged["cpu_ops"], staged["runtime"])
+    absent: none) and its kernel_names table (None: no GPU activity); `data_loading`: the
+    patterns of host events that load data (() as HTA before 0.6, which has no such class)."""
+    host = _Host(staged["cpu_ops"], staged["runtime"], data_loading)
     if not host.size:
         return None
     work = _Work(staged["kernels"], kernel_names, host)
@@ -151,11 +158,13 @@ def path_table(staged, trace_id, kernel_names):
 
 
 class _Host:
-    """The host node events with a positive duration: cpu_op rows of cpu_ops, then runtime
-    rows, as numpy columns, ordered by (thread, start, longer first, table, file order)."""
+    """The host node events with a positive duration: cpu_op rows of cpu_ops and those that
+    load data, then runtime rows, as numpy columns, ordered by (thread, start, longer first,
+    table, file order)."""
 
-    def __init__(self, cpu, runtime):
-        cpu = cpu.filter(pc.equal(cpu["category"], "cpu_op"))
+    def __init__(self, cpu, runtime, data_loading):
+        cpu = cpu.filter(pc.or_(pc.equal(cpu["category"], "cpu_op"),
+                                _loads_data(contiguous(cpu["name"]), data_loading)))
 
         def column(name):
             return pa.chunked_array([chunk for table in (cpu, runtime)
@@ -177,6 +186,7 @@ class _Host:
         self.names = np.asarray(names.to_pylist(), dtype=object)
         self.blocking = np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(BLOCKING))),
                                                 False), bool)
+        self.loads_data = np.asarray(_loads_data(names, data_loading), bool)
         launches = pc.fill_null(pc.is_in(names, pa.array(sorted(LAUNCHES))), False)
         self.queues = np.asarray(launches, bool)
         correlation = np.concatenate([np.zeros(len(cpu), np.int64),
@@ -348,6 +358,14 @@ def _queues(launch_ts, start_ts, stream, counted):
     return at_launch, at_start
 
 
+def _loads_data(names, patterns):
+    """Whether each of `names` (a string array) is of a host event that loads data: matches
+    one of `patterns` (regular expressions, searched)."""
+    if not patterns:
+        return pa.array(np.zeros(len(names), bool))
+    return pc.fill_null(pc.match_substring_regex(names, "|".join(patterns)), False)
+
+
 def _names(kernel_names):
     """{name_id: name} and {(category, name_id): class of the path} of the trace's GPU
     activity names."""
@@ -489,7 +507,8 @@ class _Graph:
         name = np.where(on_host, self.host.names[host_row] if hosts else None,
                         np.where(on_gpu, self.work.names[work_row] if len(self.work_rows)
                                  else None, None))
-        bound_by = np.where(on_host, "cpu_bound", np.where(
+        loads_data = self.host.loads_data[host_row] if hosts else on_host
+        bound_by = np.where(on_host, np.where(loads_data, "data_loading", "cpu_bound"), np.where(
             on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
         for code, label in KIND_CLASS.items():
             bound_by = np.where(kind[edges] == code, label, bound_by)

@@ -19,7 +19,9 @@
 --   run, phase, rank   partition
 --   step               the step (ProfilerStep#N), NULL for a trace without steps
 --   seq                position of the edge on the path, from 0
---   bound_by           cpu_bound, gpu_compute_bound, gpu_communication_bound,
+--   bound_by           cpu_bound, data_loading (a host event whose name loads data:
+--                      PyTorch's DataLoader, HTA's data_loading and copy_batch_to_gpu),
+--                      gpu_compute_bound, gpu_communication_bound,
 --                      gpu_kernel_launch_overhead or gpu_kernel_kernel_overhead
 --   ns                 time the edge adds to the path, ns (0: the end of a blocking call,
 --                      whose wait is the GPU's)

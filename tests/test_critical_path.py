@@ -4,6 +4,7 @@ running HTA), and its longest path against a plain reference on generated graphs
 
 import collections
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -14,7 +15,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, _best_edges, _best_edges_reference,
+import tracewh as tracewh_library
+from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, DATA_LOADING, SYNC_COLUMNS,
+                                          _best_edges,
+                                          _best_edges_reference,
                                           _call_stack_edges, _call_stack_edges_reference,
                                           _longest_path, _walk, path_table)
 from tracewh.ingest.decoder import native_available
@@ -34,31 +38,38 @@ def _breakdown_us(bound_by, ns):
 
 @pytest.mark.parametrize("case", sorted(HTA))
 def test_rank_breakdown_agrees_with_hta(case, tracewh, sql, warehouse):
-    """tracewh's per-rank breakdown is HTA's: exactly on integer-microsecond traces, and on a
-    float-timestamp trace once its events are rounded as HTA rounds them."""
+    """tracewh's per-rank breakdown is HTA 0.5's (no data loading events, a class HTA 0.5 has
+    not): exactly on integer-microsecond traces, and on a float-timestamp trace once its
+    events are rounded as HTA rounds them; what the ingest stored is that path, but for the
+    data loading on it. Where HTA 0.6 measured the time of data loading events on the path
+    (`data_loading_us`, its data_load_events tracewh's DATA_LOADING), the stored path has
+    that time as data_loading."""
     reference = HTA[case]
     trace = DATA / reference["trace"] if reference.get("bundled") else SHARED / reference["trace"]
     tracewh("ingest", require(trace), "--run", "r")
     step = reference["step"] or None
-    if not reference["rounded"]:
-        rows = sql("SELECT step, bound_by, ns FROM rank_critical_path_breakdown")
-        assert {row["step"] for row in rows} == {step}
-        assert _breakdown_us([r["bound_by"] for r in rows], [r["ns"] for r in rows]) == \
-            reference["breakdown_us"]
-        return
     connection = connect(warehouse)
     base = connection.sql("SELECT coalesce(base_time_ns, 0) FROM traces").fetchall()[0][0]
-    staged = {table: _hta_rounded(connection.sql(
-        f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table(), base)
-        for table, columns in COLUMNS.items()}
+    staged = {table: connection.sql(f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table()
+              for table, columns in COLUMNS.items()}
+    staged["syncs"] = connection.sql(f"SELECT {', '.join(SYNC_COLUMNS)} FROM kernels "
+                                     "WHERE category = 'cuda_sync'").to_arrow_table()
+    if reference["rounded"]:
+        staged = {table: _hta_rounded(rows, base) for table, rows in staged.items()}
     names = connection.sql("SELECT category, name_id, name FROM kernel_names").to_arrow_table()
-    rows = path_table(staged, "t", names)
+    rows = path_table(staged, "t", names, data_loading=())
     rows = rows.filter(pc.is_null(rows["segment_of"]))  # the step's path, not the segments
     assert set(rows["step"].to_pylist()) == {step}
     assert _breakdown_us(rows["bound_by"].to_pylist(), rows["ns"].to_pylist()) == \
         reference["breakdown_us"]
-    stored = sql("SELECT bound_by, ns FROM rank_critical_path_breakdown")
-    assert {r["bound_by"] for r in stored} == set(reference["breakdown_us"])
+    stored = sql("SELECT step, bound_by, ns FROM rank_critical_path_breakdown")
+    assert {row["step"] for row in stored} == {step}
+    classes = _breakdown_us([r["bound_by"] for r in stored], [r["ns"] for r in stored])
+    assert classes.get("data_loading", 0) == reference.get("data_loading_us", 0)
+    if reference["rounded"]:
+        assert set(classes) == set(reference["breakdown_us"])
+    elif "data_loading" not in classes:
+        assert classes == reference["breakdown_us"]
 
 
 def _hta_rounded(table, base):
@@ -203,10 +214,11 @@ def test_the_way_into_every_node_is_its_longest(graph):
         assert sum(int(weight[e]) for e in way) == length
 
 
-def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
-    """Over DLRM's 8 ranks the job's path is rank 0's (no collective on it): rank 1's own path
-    is longer, but most of it waits in a collective, and walked through the rank that arrived
-    last there it is shorter; no rank's path less its waits is longer than rank 0's.
+def test_job_path_of_several_ranks_and_the_command(tracewh, sql, warehouse):
+    """Over DLRM's 8 ranks the job's path is the path of a rank without a collective on it
+    (rank 6's, its DataLoader the slowest of those): rank 1's own path is longer, but most of
+    it waits in a collective, and walked through the rank that arrived last there it is
+    shorter; no rank's path less its waits is longer than rank 6's.
     `tracewh critical-path` prints its breakdown and its longest events, or one rank's."""
     tracewh("ingest", EXAMPLES, "--run", "dlrm")
     paths = sql("SELECT rank, seq, start_ns, end_ns, ns, bound_by FROM rank_critical_path")
@@ -219,19 +231,24 @@ def test_job_path_of_several_ranks_and_the_command(tracewh, sql):
             waited[edge["rank"]] += min(edge["ns"], waits.get(
                 (edge["rank"], edge["start_ns"], edge["end_ns"]), 0))
     chosen = max(sorted(own), key=lambda rank: own[rank] - waited[rank])
-    assert (chosen, max(own, key=own.get)) == (0, 1) and waited[1] > 4_000_000
+    assert (chosen, max(own, key=own.get)) == (6, 1) and waited[1] > 4_000_000
     job = sql("SELECT rank, bound_by, ns FROM critical_path")
-    assert {r["rank"] for r in job} == {0}
+    assert {r["rank"] for r in job} == {6}
     total = sql("SELECT sum(ns) AS ns FROM critical_path_breakdown")[0]["ns"]
-    assert total == own[0] == sum(r["ns"] for r in job)
+    assert total == own[6] == sum(r["ns"] for r in job)
     found = json.loads(tracewh("critical-path", "dlrm", "--format", "json", "--top", "3").stdout)
     assert sum(row["ns"] for row in found["breakdown"]) == total
     assert len(found["segments"]) == 3
     assert found["segments"][0]["ns"] >= found["segments"][-1]["ns"]
+    _stored_path_is_the_view_s(warehouse)
     one = json.loads(tracewh("critical-path", "dlrm", "--rank", "0", "--step",
                              "ProfilerStep#10", "--format", "json").stdout)
     assert {(r["bound_by"], r["ns"]) for r in one["breakdown"]} == {
-        (name, us * 1000) for name, us in HTA["dlrm-worker0"]["breakdown_us"].items()}
+        (r["bound_by"], r["ns"]) for r in sql(
+            "SELECT bound_by, ns FROM rank_critical_path_breakdown WHERE run = 'dlrm' "
+            "AND rank = 0 AND step = 'ProfilerStep#10'")}
+    assert ("data_loading", HTA["dlrm-worker0"]["data_loading_us"] * 1000) in {
+        (r["bound_by"], r["ns"]) for r in one["breakdown"]}
     refused = tracewh("critical-path", "nope", expect=2)
     assert "unknown run 'nope'" in refused.stderr
 
@@ -276,6 +293,7 @@ def _late_rank(tracewh, sql, tmp_path, cut_short=False):
     op = sql(f"SELECT p.event_index AS event_id, sum(p.ns) AS ns FROM critical_path_edges AS p "
              f"JOIN cpu_ops AS o ON o.event_index = p.event_index "
              f"WHERE p.segment_of = {collective['event_id']} AND p.event_table = 'cpu_ops' "
+             f"AND o.category = 'cpu_op' "
              f"AND o.ts_ns + o.dur_ns < {collective['start_ns']} "
              f"GROUP BY ALL ORDER BY ns DESC, event_id LIMIT 1")[0]
     for rank in (0, 1):
@@ -294,7 +312,8 @@ def _late_rank(tracewh, sql, tmp_path, cut_short=False):
     return base_ns, collective, op
 
 
-def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path):
+def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_path,
+                                                              warehouse):
     """Two ranks made from DLRM's rank 1 (_late_rank): the job's path crosses at the
     collective: rank 1's work up to its arrival, the delayed op DELAY_US longer on it, then
     rank 0's transfer after the last arrival (SLOW_US longer), no wait; DELAY_US + SLOW_US
@@ -321,9 +340,24 @@ def test_job_path_runs_through_the_rank_the_others_waited_for(tracewh, sql, tmp_
     assert sum(r["ns"] for r in job if r["event_table"] == "cpu_ops"
                and r["event_id"] == op["event_id"]) == op["ns"] + DELAY_US * 1000
     assert "gpu_communication_wait" not in {r["bound_by"] for r in job}
+    _stored_path_is_the_view_s(warehouse)
 
 
-def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path):
+def _stored_path_is_the_view_s(warehouse):
+    """The job's path the refresh stored (the critical_path mart, computed in Python) holds
+    the rows the view's SQL computes, and is what a question over every run reads."""
+    from tracewh.derived.marts import mart_path
+
+    current = tracewh_library.open(warehouse).current_marts()
+    assert {Path(p).parent for p in current["critical_path"]} == {
+        mart_path(warehouse, "critical_path")}
+    stored = connect(warehouse).sql("SELECT * FROM critical_path").fetchall()
+    computed = connect(warehouse, marts=False).sql("SELECT * FROM critical_path").fetchall()
+    assert len(computed) > 0 and sorted(stored, key=repr) == sorted(computed, key=repr)
+
+
+def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tmp_path,
+                                                                warehouse):
     """As above, but rank 1's step ends before its way into the collective, so no segment of
     rank 1's leads there: the instance is matched all the same, and the job's path stays on
     rank 0, its wait for rank 1 on it as gpu_communication_wait (DELAY_US), then the
@@ -342,6 +376,7 @@ def test_job_path_keeps_a_wait_for_a_rank_without_its_way_there(tracewh, sql, tm
     breakdown = {r["bound_by"]: r["ns"] for r in sql(
         "SELECT bound_by, ns FROM critical_path_breakdown WHERE run = 'job'")}
     assert breakdown["gpu_communication_wait"] == DELAY_US * 1000
+    _stored_path_is_the_view_s(warehouse)
 
 
 def test_diff_and_trend_say_which_class_of_which_rank_grew(tracewh, sql, tmp_path):
@@ -421,3 +456,35 @@ def test_graph_launch_connects_to_its_kernels_where_hta_does_not(tracewh, sql, t
     assert rows[0]["event_table"] in ("cpu_ops", "runtime")  # the path starts on the host
     assert sum(r["ns"] for r in rows if r["bound_by"] == "gpu_compute_bound") == sum(
         e["dur_ns"] for e in sql("SELECT dur_ns FROM kernels WHERE run = 'idle'"))
+
+
+def test_a_cpu_only_trace_gets_its_host_path(tracewh, sql, tmp_path):
+    """DLRM's worker 0 without its GPU activity and runtime calls (a CPU-only trace, on which
+    HTA fails): with no edge across threads, the step's path is the thread whose top-level
+    ops (and data loading annotations) take the most time, each op's time wholly on it,
+    computed here from the trace's events by their nesting."""
+    source = SHARED / "param-dlrm-8rank/worker0_step_12.1694128201545.pt.trace.json.gz"
+    document = load_reference(require(source))
+    document["traceEvents"] = [e for e in document["traceEvents"] if e.get("cat") not in (
+        "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cuda_sync",
+        "gpu_user_annotation", "ac2g")]
+    trace = tmp_path / "cpu_only.json"
+    trace.write_text(json.dumps(document, default=str))
+    tracewh("ingest", trace, "--run", "cpu")
+    step = next(e for e in document["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    loading = re.compile("|".join(DATA_LOADING))
+    nodes = sorted(((e["pid"], e["tid"]), e["ts"], -e["dur"]) for e in document["traceEvents"]
+                   if e.get("ph") == "X" and e["dur"] > 0
+                   and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]
+                   and (e.get("cat") == "cpu_op" or loading.search(e["name"])))
+    busy, open_until = collections.Counter(), {}
+    for thread, start, negative in nodes:
+        if start >= open_until.get(thread, start):  # nothing open on the thread: top level
+            busy[thread] += -negative
+            open_until[thread] = start - negative
+        else:
+            open_until[thread] = max(open_until[thread], start - negative)
+    rows = sql("SELECT step, bound_by, ns FROM rank_critical_path WHERE run = 'cpu'")
+    assert {r["step"] for r in rows} == {step["name"]}
+    assert {r["bound_by"] for r in rows} == {"cpu_bound", "data_loading"}
+    assert sum(r["ns"] for r in rows) == max(busy.values()) * 1000 > 4_000_000

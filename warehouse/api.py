@@ -141,6 +141,18 @@ class Warehouse:
         ~0.1 s at 1,000 runs)."""
         return current_marts(self.readable(), self.snapshot, self.kernel_rules, only)
 
+    def _connect_reading_marts(self, run, reads):
+        """A connection for questions about `run` alone (each filters on it) that read
+        `reads`: where the marts of those are current, over `run`'s files and the marts (the
+        job's critical path is a walk through every rank's collectives, stored by the refresh:
+        computed again it takes seconds to minutes), else as `connect_to_runs`."""
+        marts = self.current_marts(modules_read_by(*reads) & set(MARTS))
+        if not marts:
+            return self.connect_to_runs([run], reads=reads)
+        check_runs([info.run for info in self.run_infos()], run)
+        return self._connect({run}, tables_read_by(*reads), False, modules_read_by(*reads),
+                             marts)
+
     def connect_to_runs(self, runs, reads=None):
         """A connection over `runs` only, each checked to be in the warehouse first (an
         unknown one is refused with close names); with `reads` (names of views, macros or
@@ -255,7 +267,7 @@ class Warehouse:
                         "ORDER BY ns DESC, phase, step, name LIMIT $top")
         reads = ("critical_path_breakdown", "critical_path_by_name",
                  "rank_critical_path_breakdown", "rank_critical_path")
-        with self.connect_to_runs([run], reads=reads) as connection:
+        with self._connect_reading_marts(run, reads) as connection:
             return {"breakdown": run_query(connection, breakdown, params=params),
                     "segments": run_query(connection, segments, params={**params, "top": top})}
 

@@ -18,7 +18,7 @@ ALGBW = ("SELECT run, phase, rank, "
          "CAST(avg(CAST(rank_algbw_gbps AS DECIMAL(38, 9))) AS DOUBLE) AS value "
          "FROM collective_waits WHERE rank_algbw_gbps IS NOT NULL GROUP BY run, phase, rank")
 # The classes of the critical path (rank_critical_path_breakdown.bound_by) trend can follow.
-PATH_CLASSES = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
+PATH_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
                 "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead")
 
 

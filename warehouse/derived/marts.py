@@ -55,11 +55,18 @@ from ..query.library import (library_fingerprint, library_modules_in_order, live
 from ..query.prepared import attach_library, file_shape
 from ..query.statements import confine
 from ..storage.parquet import parquet_writer
+from .job_path import job_path_rows
 
 # graph_replay_kernels: the matching of replayed graphs to their capture, a run's
 # question that op_kernels reads, made once per refresh rather than by every query
+# critical_path: the job's path across ranks, a walk through every rank's collectives that
+# its view's recursive SQL took minutes for over 64 ranks (see job_path), made once per refresh
 MARTS = ("overlap", "kernel_stats", "run_metrics", "gpu_idle", "rank_skew",
-         "launch_latency_summary", "kernel_class_histogram", "graph_replay_kernels")
+         "launch_latency_summary", "kernel_class_histogram", "graph_replay_kernels",
+         "critical_path")
+# The marts whose rows are computed in Python, not asked of their views (whose SQL answers
+# where the mart is not current): {mart: function(connection, live helpers) -> rows}.
+COMPUTED = {"critical_path": job_path_rows}
 STATE_KEY = "tracewhMart"  # the commitInfo key of a mart's state
 FORMAT = 2  # of the marts' files (2: not partitioned, compacted): a change rebuilds them
 TARGET_BYTES = 8 << 20  # a file this large is no longer merged with new rows
@@ -245,19 +252,20 @@ def _compute(catalog, snapshot, rules, runs, events, marts):
     """{mart: its view's rows of `runs`}, for each of `marts`, on one connection."""
     tables = tables_read_by(*MARTS, "capture_spans")
     small = sum(events[run] for run in runs) <= IN_MEMORY_EVENTS
+    live = live_helpers(snapshot, rules)
     attached = _attached_library(catalog, snapshot, rules, runs, tables) if small else None
     if attached is not None:
         with attached as connection:
             _compute_once(connection, SHARED, temporary=True)
-            return {name: _rows(connection, name) for name in marts}
+            return {name: _rows(connection, name, live) for name in marts}
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
                  copied=tables if small else SUMMARIES) as connection:
         if small:
             _compute_once(connection, SHARED)
         elif len(runs) > 1:
-            return {name: _rows(connection, name) for name in marts}
-        return _rows_at_once(connection, list(marts))
+            return {name: _rows(connection, name, live) for name in marts}
+        return _rows_at_once(connection, list(marts), live)
 
 
 def _attached_library(catalog, snapshot, rules, runs, tables):
@@ -300,7 +308,7 @@ def _compute_once(connection, views, temporary=False):
                            f"SELECT * FROM computed_{name}")
 
 
-def _rows_at_once(connection, names):
+def _rows_at_once(connection, names, live=()):
     """{mart: _rows} of the views `names`, asked QUESTIONS_AT_ONCE at a time, each on a
     cursor that one thread holds while it asks; on an interrupt the questions asked are
     stopped and the others not asked."""
@@ -312,7 +320,7 @@ def _rows_at_once(connection, names):
     def rows(name):
         held = free.get()
         try:
-            return _rows(held, name)
+            return _rows(held, name, live)
         finally:
             free.put(held)
 
@@ -367,14 +375,19 @@ def _plan(path, newest, snapshot, fingerprint, local=True):
                     live=live, restate=not local and state["seq"] != snapshot.seq)
 
 
-def _rows(connection, name):
-    """The view's rows (of the runs the connection holds), with the extra columns."""
-    keys = "run, phase" if name == "rank_skew" else "run, phase, rank"
-    on = " AND ".join(f"v.{key} = s.{key}" for key in keys.split(", "))
-    table = connection.sql(
-        f"SELECT v.*, s.start_ns FROM {name} v LEFT JOIN "
-        f"(SELECT {keys}, min(first_ns) AS start_ns FROM capture_spans GROUP BY ALL) s "
-        f"ON {on}").to_arrow_table()
+def _rows(connection, name, live=()):
+    """The view's rows (of the runs the connection holds), with the extra columns; `live`:
+    the library's live helpers. A view with a start_ns of its own (critical_path: each
+    edge's) keeps it, and its start_time is that."""
+    if name in COMPUTED:
+        table = COMPUTED[name](connection, live)
+    else:
+        keys = "run, phase" if name == "rank_skew" else "run, phase, rank"
+        on = " AND ".join(f"v.{key} = s.{key}" for key in keys.split(", "))
+        table = connection.sql(
+            f"SELECT v.*, s.start_ns FROM {name} v LEFT JOIN "
+            f"(SELECT {keys}, min(first_ns) AS start_ns FROM capture_spans GROUP BY ALL) s "
+            f"ON {on}").to_arrow_table()
     start = table["start_ns"]
     relative = pc.less(start, RELATIVE_BEFORE_NS)
     start_time = pc.if_else(relative, pa.scalar(None, pa.timestamp("us", tz="UTC")),

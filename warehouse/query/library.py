@@ -193,33 +193,44 @@ def library_in_order():
     return tuple(library_modules_in_order().values())
 
 
-@functools.cache
 def published_modules(live=()):
     """{public module: SQL text} in dependency order, each reading no helper: a helper a view
     reads is inlined as a subquery of the helper's own SELECT (itself inlined first). The
     helpers named in `live` are replaced by their sql/live/ twins, which compute at query time
     what the originals read as measured at ingest (see `live_helpers`). A module that reads no
-    helper keeps its text as written.
+    helper keeps its text as written."""
+    return _inlined_library(live)["public"]
+
+
+def inlined_helper(name, live=()):
+    """The CREATE VIEW of the helper `name`, the helpers it reads inlined as in the public
+    views: for code that asks a helper's question itself (a mart computed in Python)."""
+    return _inlined_library(live)["helpers"][name]
+
+
+@functools.cache
+def _inlined_library(live):
+    """{"public": published_modules, "helpers": {helper: its CREATE VIEW, inlined}}.
 
     Inlining parses and writes ~25 modules with sqlglot (1-2 s), which every command's process
     would pay on its first connection: the result is kept in the user's cache directory under
     a digest of the library's texts, so it is computed once per library, not per command."""
     digest = hashlib.sha256(json.dumps([library_in_order(), _live_texts(), live])
                             .encode()).hexdigest()[:16]
-    cached = _cache_directory() / f"published-{digest}.json"
+    cached = _cache_directory() / f"library-{digest}.json"
     try:
         return json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         pass
-    published = _inlined_modules(live)
+    inlined = _inlined_modules(live)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         temporary = cached.with_name(f".{cached.name}.{os.getpid()}")
-        temporary.write_text(json.dumps(published), encoding="utf-8")
+        temporary.write_text(json.dumps(inlined), encoding="utf-8")
         os.replace(temporary, cached)
     except OSError:
         pass  # an unwritable cache costs the inlining again, nothing else
-    return published
+    return inlined
 
 
 def _cache_directory():
@@ -233,7 +244,7 @@ def _inlined_modules(live):
     import sqlglot
 
     replacements = {name: text for name, text in _live_texts() if name in live}
-    selects, published = {}, {}
+    selects, inlined = {}, {"public": {}, "helpers": {}}
     for name, text in library_modules_in_order().items():
         text = replacements.get(name, text)
         helpers = [read for read in declared_reads(text) if is_internal(read)]
@@ -241,9 +252,10 @@ def _inlined_modules(live):
             text = _inline(text, selects)
         if is_internal(name):
             selects[name] = sqlglot.parse_one(text, read="duckdb").expression
+            inlined["helpers"][name] = text
         else:
-            published[name] = text
-    return published
+            inlined["public"][name] = text
+    return inlined
 
 
 def _inline(sql_text, selects):

@@ -238,8 +238,9 @@ TABLES = {
                   _c("step", STR, "the step (ProfilerStep#N); NULL: the whole capture, the "
                      "trace having no step"),
                   _c("seq", I64, "position of the edge on the step's path, from 0"),
-                  _c("bound_by", STR, "cpu_bound, gpu_compute_bound, gpu_communication_bound, "
-                     "gpu_kernel_launch_overhead or gpu_kernel_kernel_overhead"),
+                  _c("bound_by", STR, "cpu_bound, data_loading, gpu_compute_bound, "
+                     "gpu_communication_bound, gpu_kernel_launch_overhead or "
+                     "gpu_kernel_kernel_overhead"),
                   _c("ns", I64, "the edge's weight: time it adds to the path, ns"),
                   _c("start_ns", I64, "time of its first node, ns"),
                   _c("end_ns", I64, "time of its last node, ns"),

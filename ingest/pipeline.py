@@ -25,7 +25,7 @@ from tracewh.errors import TraceError, path_text, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
-from . import call_tree, critical_path, identity, ops, reader, steps
+from . import call_tree, critical_path, identity, ops, reader, steps, windows
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize
@@ -398,6 +398,9 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                            summaries.get("kernel_names"))
     tree_rows = _in_worker(pool, _measured_into, staging, None, call_tree.measure, dict(parts),
                            trace_id)
+    window_rows = _in_worker(pool, _measured_into, staging, "window_time", windows.measure,
+                             dict(parts), trace_id, summaries.get("kernel_names"),
+                             default_fingerprint())
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
@@ -409,7 +412,8 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
                                  summaries.get("gpu_intervals"), default_fingerprint())
     if step_rows is not None:
         summaries["step_time"] = step_rows
-    for written in (op_rows.result(), path_rows.result(), tree_rows.result()):
+    for written in (op_rows.result(), path_rows.result(), tree_rows.result(),
+                    window_rows.result()):
         for name in written:
             parts[name] = [0]
     for replaced in merged:  # read by the worker until now

@@ -34,15 +34,16 @@ comm_ops AS NOT MATERIALIZED (
 ),
 launches AS NOT MATERIALIZED (
   -- only in traces that have such ops: elsewhere no launch is inside one, and the kernels
-  -- need not be joined to their runtime events for nothing; nor read (a trace id is of
-  -- one run, phase and rank)
+  -- need not be joined to their runtime events for nothing
   SELECT c.run, c.phase, c.rank, c.trace_id, c.event_index, r.ts_ns AS launch_ns, r.pid,
          r.tid
   FROM comm_kernels AS c
   JOIN runtime AS r
     ON r.run = c.run AND r.phase = c.phase AND r.rank = c.rank AND r.trace_id = c.trace_id
    AND r.correlation = c.correlation AND r.ts_ns <= c.ts_ns
-  WHERE c.trace_id IN (SELECT trace_id FROM comm_ops)
+  WHERE EXISTS (SELECT 1 FROM comm_ops AS o
+                WHERE o.run = c.run AND o.phase = c.phase AND o.rank = c.rank
+                  AND o.trace_id = c.trace_id)
 ),
 enclosing AS NOT MATERIALIZED (
   SELECT l.run, l.phase, l.rank, l.trace_id, l.event_index, o.kind, o.name, o.args,

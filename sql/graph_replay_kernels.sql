@@ -50,10 +50,7 @@ replayed AS (
               ELSE k.name END AS node,
          k.ts_ns
   FROM launches AS l
-  -- the kernels of the traces with a graph launch only: a run without one then reads
-  -- none (the join alone scanned and probed every kernel of the run against no launch:
-  -- over 64 ranks of DeepSeek's trace 4-10 s to find no row)
-  JOIN (SELECT * FROM kernels WHERE trace_id IN (SELECT trace_id FROM launches)) AS k
+  JOIN kernels AS k
     ON k.run = l.run AND k.phase = l.phase AND k.rank = l.rank AND k.trace_id = l.trace_id
    AND k.correlation = l.correlation
   WHERE k.category NOT IN ('gpu_user_annotation', 'cuda_sync')

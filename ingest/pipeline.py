@@ -25,7 +25,7 @@ from tracewh.errors import TraceError, TracewhError, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
-from . import call_tree, critical_path, identity, ops, reader, steps
+from . import call_tree, critical_path, identity, ops, reader, steps, windows
 from .allocator import release_freed_memory
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
@@ -438,7 +438,9 @@ def finish_staging(path, options, staging, start, staged, pool=None):
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
         ("critical_path_edges", critical_path.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"))),
-        (None, call_tree.measure, (dict(parts), trace_id))))
+        (None, call_tree.measure, (dict(parts), trace_id)),
+        ("window_time", windows.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint()))))
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])

@@ -92,6 +92,20 @@ def _work(kernels, runtime):
     kernels = kernels.filter(pc.and_(pc.is_in(kernels["category"],
                                               pa.array(WORK_CATEGORIES)),
                                      pc.is_valid(kernels["dur_ns"])))
+    joined = kernels.join(launches(runtime), "correlation", join_type="left outer")
+    start = joined["ts_ns"]
+    launch = joined["launch"]
+    return pa.table({
+        "start": start, "end": pc.add(start, joined["dur_ns"]), "launch": launch,
+        "fed": pc.coalesce(launch, start),
+        "short": pc.fill_null(pc.less(joined["dur_ns"], joined["launch_dur"]), False)})
+
+
+def launches(runtime):
+    """The launch of each correlation id (not 0 nor NULL) of the trace's `runtime` rows
+    (event_index, ts_ns, dur_ns, correlation): the earliest call carrying it, then the first
+    in the file (`_launch_calls`' rule), as a table of correlation, launch (its start) and
+    launch_dur."""
     calls = runtime.filter(pc.fill_null(pc.not_equal(runtime["correlation"], 0), False))
     calls = calls.sort_by([("correlation", "ascending"), ("ts_ns", "ascending"),
                            ("event_index", "ascending")])
@@ -99,15 +113,8 @@ def _work(kernels, runtime):
     first = pc.not_equal(correlation.slice(1), correlation.slice(0, len(correlation) - 1))
     first = pa.concat_arrays([pa.array([True] * min(1, len(calls)), pa.bool_()),
                               *first.chunks])
-    launches = calls.filter(first).select(["correlation", "ts_ns", "dur_ns"]).rename_columns(
+    return calls.filter(first).select(["correlation", "ts_ns", "dur_ns"]).rename_columns(
         ["correlation", "launch", "launch_dur"])
-    joined = kernels.join(launches, "correlation", join_type="left outer")
-    start = joined["ts_ns"]
-    launch = joined["launch"]
-    return pa.table({
-        "start": start, "end": pc.add(start, joined["dur_ns"]), "launch": launch,
-        "fed": pc.coalesce(launch, start),
-        "short": pc.fill_null(pc.less(joined["dur_ns"], joined["launch_dur"]), False)})
 
 
 def _kinds(intervals):

@@ -98,7 +98,7 @@ def summarize_chunk(kernels):
     names = kernels.select(["category", "name_id", "name"]).group_by(
         ["category", "name_id", "name"]).aggregate([])
     timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
-    timed = _with_classes(timed, names)
+    timed = with_classes(timed, names)
     starts = contiguous(timed["ts_ns"])
     ends = pc.add(starts, contiguous(timed["dur_ns"]))
     masks = {"busy": pc.not_equal(contiguous(timed["category"]), "gpu_user_annotation")}
@@ -163,10 +163,10 @@ def _length(intervals):
     return pc.sum(pc.subtract(ends, starts)).as_py() or 0
 
 
-def _with_classes(kernels, names):
-    """`kernels` with a `class` column: each distinct (category, name) is classified once, in
-    Python, and joined back on (category, name_id); a missing name has name_id 0 here, as
-    name_key in the SQL view kernel_name_classes."""
+def with_classes(kernels, names, columns=("ts_ns", "dur_ns")):
+    """`kernels`' `columns` with a `class` column (rows in any order): each distinct
+    (category, name) is classified once, in Python, and joined back on (category, name_id); a
+    missing name has name_id 0 here, as name_key in the SQL view kernel_name_classes."""
     classes = [default_class(category, name) for category, name in
                zip(names["category"].to_pylist(), names["name"].to_pylist())]
     classified = pa.table({"category": names["category"],
@@ -174,7 +174,7 @@ def _with_classes(kernels, names):
                            "class": pa.array(classes, pa.string())})
     keyed = pa.table({"category": kernels["category"],
                       "name_key": pc.fill_null(kernels["name_id"], 0),
-                      "ts_ns": kernels["ts_ns"], "dur_ns": kernels["dur_ns"]})
+                      **{column: kernels[column] for column in columns}})
     return keyed.join(classified, keys=["category", "name_key"], join_type="left outer")
 
 

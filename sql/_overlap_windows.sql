@@ -2,11 +2,10 @@
 -- the second side, and both together cover, and their intersection. Helper of the overlap
 -- views.
 --
--- One ordered pass measures all three unions: with intervals sorted by start, each adds the
--- part of it past the furthest end seen so far on its side (and overall). Integer
--- nanoseconds throughout.
+-- Steps and annotations are measured at ingest (`_window_time`); stream pairs span a rank's
+-- traces, and are measured here (`_overlap_lengths`).
 --
--- Reads: _overlap_intervals
+-- Reads: _window_time, _overlap_lengths
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -23,34 +22,10 @@
 --                      Chrome-trace JSON for Perfetto (NULL for stream pairs, which have no
 --                      window)
 CREATE OR REPLACE VIEW _overlap_windows AS
-WITH ordered AS (
-  SELECT *,
-         max(CASE WHEN side = 'first' THEN end_ns END) OVER (
-           PARTITION BY run, phase, rank, scope, trace_id, window_index, window_name
-           ORDER BY start_ns, end_ns
-           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS first_until,
-         max(CASE WHEN side = 'second' THEN end_ns END) OVER (
-           PARTITION BY run, phase, rank, scope, trace_id, window_index, window_name
-           ORDER BY start_ns, end_ns
-           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS second_until,
-         max(end_ns) OVER (
-           PARTITION BY run, phase, rank, scope, trace_id, window_index, window_name
-           ORDER BY start_ns, end_ns
-           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS any_until
-  FROM _overlap_intervals
-),
-lengths AS (
-  SELECT run, phase, rank, scope, trace_id, window_index, window_name, window_start_ns,
-         window_end_ns,
-         CAST(sum(CASE WHEN side = 'first' THEN greatest(0, end_ns - greatest(start_ns,
-                  coalesce(first_until, start_ns))) ELSE 0 END) AS BIGINT) AS first_ns,
-         CAST(sum(CASE WHEN side = 'second' THEN greatest(0, end_ns - greatest(start_ns,
-                  coalesce(second_until, start_ns))) ELSE 0 END) AS BIGINT) AS second_ns,
-         CAST(sum(greatest(0, end_ns - greatest(start_ns, coalesce(any_until, start_ns))))
-              AS BIGINT) AS union_ns
-  FROM ordered
-  GROUP BY run, phase, rank, scope, trace_id, window_index, window_name, window_start_ns,
-           window_end_ns
+WITH lengths AS (
+  SELECT * FROM _window_time
+  UNION ALL
+  SELECT * FROM _overlap_lengths WHERE scope = 'stream_pair'
 )
 SELECT *, first_ns + second_ns - union_ns AS overlap_ns,
        'tracewh export ' || run || ' --rank ' || CAST(rank AS VARCHAR) || ' --phase ' || phase

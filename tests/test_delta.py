@@ -111,9 +111,9 @@ def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh,
     assert [next(iter(a)) for a in newest] == ["commitInfo", "remove", "add"]
     assert (warehouse / "kernels" / first[0].path).exists()
     result = tracewh("vacuum", "--retain", "0")
-    # one per table the old trace has rows in (18, critical_path_edges and the four of the
-    # call tree among them), one per mart the run was recomputed in (7)
-    assert result.stdout.startswith("deleted 25 files")
+    # one per table the old trace has rows in (19, critical_path_edges, window_time and the
+    # four of the call tree among them), one per mart the run was recomputed in (7)
+    assert result.stdout.startswith("deleted 26 files")
     assert not (warehouse / "kernels" / first[0].path).exists()
     assert len(tree) == 4 and not any((warehouse / t / f.path).exists() for t, f in tree)
 

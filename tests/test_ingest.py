@@ -656,10 +656,9 @@ def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
 
 def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
         tracewh, sql, warehouse, monkeypatch):
-    """op_time, critical_path_edges and the call tree's tables are measured in workers from the
-    staged parts; each worker writes them into the staging directory itself and sends back
-    their names. Sent back through the pool's pipe,
-    the critical path of the 254 MB DeepSeek trace (410k rows, 84 MB) cost the parent 1.4 s of
+    """op_time, critical_path_edges, window_time and the call tree's tables are measured in
+    workers from the staged parts; each worker writes them into the staging directory itself
+    and sends back their names. Sent back through the pool's pipe, the critical path of the 254 MB DeepSeek trace (410k rows, 84 MB) cost the parent 1.4 s of
     pickling and 240 MB of peak RSS."""
     from tracewh.ingest.workers import Workers
 
@@ -676,7 +675,7 @@ def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
     tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "r", "--jobs", "2")
     assert sorted(name for future in results for name in future.result()) == sorted(
         ["op_time", "critical_path_edges", "call_tree", "kernel_ops", "call_ancestors",
-         "backward_links"])
+         "backward_links", "window_time"])
     counts = sql("SELECT (SELECT count(*) FROM op_time) AS ops, "
                  "(SELECT count(*) FROM critical_path_edges) AS edges, "
                  "(SELECT count(*) FROM kernel_ops) AS kernels")[0]

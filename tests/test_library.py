@@ -141,10 +141,11 @@ def test_a_connection_has_no_helper_views():
 
 
 def test_tables_read_by_follow_the_declarations():
-    """Through helpers and the live modules: overlap_by_step reads the kernels' classes (and
-    so kernel_names), their launches and the steps."""
-    assert tables_read_by("overlap_by_step") == {"kernels", "kernel_names", "runtime",
-                                                 "cpu_ops"}
+    """Through helpers and the live modules: overlap_by_step reads the windows measured at
+    ingest and, live, the kernels' classes (and so kernel_names), their launches and the
+    steps."""
+    assert tables_read_by("overlap_by_step") == {"window_time", "kernels", "kernel_names",
+                                                 "runtime", "cpu_ops"}
     assert tables_read_by("overlap") == {"traces", "gpu_time", "gpu_intervals", "kernels",
                                          "kernel_names"}
     assert tables_read_by("runs") == {"traces"}

@@ -427,13 +427,13 @@ def test_the_live_switch_computes_op_time_where_it_does_not_hold():
     rules = default_rules()
     trees = ("_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
     current = Snapshot({"traces": 3, "op_time": 2, "call_tree": 2, "kernel_ops": 2,
-                        "call_ancestors": 2, "backward_links": 2}, 1,
+                        "call_ancestors": 2, "backward_links": 2, "window_time": 2}, 1,
                        (rules_fingerprint(rules),))
     assert live_helpers(current, rules) == ()
     with_op_time = Snapshot({"traces": 3, "op_time": 2}, 1, (rules_fingerprint(rules),))
-    assert live_helpers(with_op_time, rules) == trees
+    assert live_helpers(with_op_time, rules) == (*trees, "_window_time")
     older = Snapshot({"traces": 3}, 1, (rules_fingerprint(rules),))
-    assert live_helpers(older, rules) == (*trees, "_op_time")
+    assert live_helpers(older, rules) == (*trees, "_op_time", "_window_time")
     custom = rules[1:]
     assert "_op_time" in live_helpers(current, custom)
     # the call tree follows no rules: stored wherever the warehouse has it

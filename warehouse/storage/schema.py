@@ -206,6 +206,22 @@ TABLES = {
                      "(default rules), ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("window_time", "each trace's step and user-annotation windows with the "
+              "communication and computation launched in them, measured at ingest (see "
+              "overlap_by_annotation, which reads these)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("scope", STR, "step (ProfilerStep#N) or annotation"),
+                  _c("event_index", I64, "the window's event in cpu_ops"),
+                  _c("name", STR, "its name"),
+                  _c("start_ns", I64, "its start on the CPU, ns"),
+                  _c("end_ns", I64, "its end, ns"),
+                  _c("comm_ns", I64, "union of the communication kernels launched in it "
+                     "(default rules), ns"),
+                  _c("compute_ns", I64, "union of the computation kernels launched in it, ns"),
+                  _c("union_ns", I64, "union of both, ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("op_time", "each trace's host and GPU time per cpu_op name, measured at ingest "
               "(see op_stats, which adds these up)",
               (

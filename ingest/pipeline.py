@@ -391,7 +391,7 @@ def stage_file(path, options, staging, pool=None, on_bytes=None):
     # The ops' figures and the critical path are measured in the workers, whose cores are
     # idle now, from the parts as staged, while this process merges the small ones and
     # measures the steps.
-    op_rows = _in_worker(pool, _measured_into, staging, "op_time", ops.measure, dict(parts),
+    op_rows = _in_worker(pool, _measured_into, staging, None, ops.measure, dict(parts),
                          trace_id, summaries.get("kernel_names"), default_fingerprint())
     path_rows = _in_worker(pool, _measured_into, staging, "critical_path_edges",
                            critical_path.measure, dict(parts), trace_id,

@@ -101,8 +101,8 @@ def test_replace_with_several_files_keeps_them_all(tracewh, sql, tmp_path):
 def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh, warehouse):
     tracewh("ingest", DLRM0, "--run", "r", "--phase", "train")
     first = delta.live_files(warehouse / "kernels", delta.latest_version(warehouse / "kernels"))
-    tree = [(table, f) for table in ("call_tree", "kernel_ops", "call_ancestors",
-                                     "backward_links")
+    tree = [(table, f) for table in ("call_tree", "kernel_ops", "kernel_attribution",
+                                     "call_ancestors", "backward_links")
             for f in delta.live_files(warehouse / table, delta.latest_version(warehouse / table))]
     tracewh("ingest", DLRM0, "--run", "r", "--phase", "train", "--replace")
     log = warehouse / "kernels" / "_delta_log"

@@ -111,11 +111,11 @@ def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh,
     assert [next(iter(a)) for a in newest] == ["commitInfo", "remove", "add"]
     assert (warehouse / "kernels" / first[0].path).exists()
     result = tracewh("vacuum", "--retain", "0")
-    # one per table the old trace has rows in (18, critical_path_edges and the four of the
-    # call tree among them), one per mart the run was recomputed in (7)
-    assert result.stdout.startswith("deleted 25 files")
+    # one per table the old trace has rows in (20, critical_path_edges, op_call_time and
+    # the five of the call tree among them), one per mart the run was recomputed in (7)
+    assert result.stdout.startswith("deleted 27 files")
     assert not (warehouse / "kernels" / first[0].path).exists()
-    assert len(tree) == 4 and not any((warehouse / t / f.path).exists() for t, f in tree)
+    assert len(tree) == 5 and not any((warehouse / t / f.path).exists() for t, f in tree)
 
 
 def test_replacing_a_run_of_many_ranks_reads_each_table_s_files_once(tracewh, warehouse, sql,

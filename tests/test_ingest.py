@@ -675,8 +675,8 @@ def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
     monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 1 << 20)  # a pool, 3+ chunks
     tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "r", "--jobs", "2")
     assert sorted(name for future in results for name in future.result()) == sorted(
-        ["op_time", "critical_path_edges", "call_tree", "kernel_ops", "kernel_attribution",
-         "call_ancestors", "backward_links"])
+        ["op_time", "op_call_time", "critical_path_edges", "call_tree", "kernel_ops",
+         "kernel_attribution", "call_ancestors", "backward_links"])
     counts = sql("SELECT (SELECT count(*) FROM op_time) AS ops, "
                  "(SELECT count(*) FROM critical_path_edges) AS edges, "
                  "(SELECT count(*) FROM kernel_ops) AS kernels")[0]

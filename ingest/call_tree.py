@@ -45,16 +45,21 @@ LINKS = ("containment", "external_id", "runtime_only", "unlaunched")
 # The layers of a launch's parents in kernel_ops, and their columns.
 PARENTS = {"cpu_op": "op_event_index", "module": "module_event_index",
            "annotation": "annotation_event_index"}
-# The staged columns measure reads: tree_table's, and the ids that link GPU activity.
+# The GPU activity's own columns that kernel_attribution copies beside its attribution.
+ACTIVITY = ["category", "name", "name_id", "ts_ns", "dur_ns", "device", "stream",
+            "correlation"]
+# The staged columns measure reads: tree_table's, the ids that link GPU activity and the
+# activity's own columns.
 READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_number"],
         "runtime": COLUMNS["runtime"] + ["correlation"],
-        "kernels": ["event_index", "category", "correlation", "external_id"],
+        "kernels": ["event_index"] + ACTIVITY + ["external_id"],
         "flows": ops.COLUMNS["flows"]}
 
 
 def measure(staging, parts, trace_id):
     """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
-    numbers}), see `pieces`: its call_tree, kernel_ops, call_ancestors and backward_links."""
+    numbers}), see `pieces`: its call_tree, kernel_ops,
+    kernel_attribution, call_ancestors and backward_links."""
     return pieces(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
 
 
@@ -73,6 +78,7 @@ def pieces(staged, trace_id):
         yield "call_tree", None
     attributed = _attribution(staged, trees)
     yield "kernel_ops", kernel_table(trace_id, trees, attributed)
+    yield "kernel_attribution", attribution_table(trace_id, trees, attributed)
     yield "call_ancestors", None if not layers else ancestor_table(trace_id, trees,
                                                                    attributed[3])
     yield "backward_links", None if not layers else backward_table(staged, trace_id)
@@ -287,6 +293,65 @@ def kernel_table(trace_id, trees, attributed):
                "link": pa.array(np.asarray(LINKS, dtype=object)[link], pa.string())}
     return pa.table(columns).select(TABLES["kernel_ops"].schema.names).cast(
         TABLES["kernel_ops"].schema)
+
+
+def attribution_table(trace_id, trees, attributed):
+    """The trace's kernel_attribution rows (None when it has no GPU activity): kernel_ops'
+    rows with the activity's own columns and the names op_kernels gives them (the launch's
+    name and thread, the op's and its top op's, the module without `nn.Module: `, the
+    annotation), so that op_kernels reads one table per trace instead of joining the events
+    five times at every query."""
+    activity, launch, parents, op, link = attributed
+    if not len(activity):
+        return None
+    events = trees["events"]
+    size = len(activity)
+    module, annotation = parents["module"], parents["annotation"]
+    if events.size:
+        tree = trees["cpu_op"][0]
+        safe = np.maximum(op, 0)
+        top = np.where(op < 0, -1, np.where(tree.depth[safe] > 0,
+                                            tree.ancestor(safe, np.zeros(size, np.int64)), op))
+    else:
+        top = op
+
+    def event(rows):
+        if not events.size:
+            return pa.nulls(len(rows), pa.int64())
+        return pa.array(events.index[np.maximum(rows, 0)], mask=rows < 0)
+
+    def text(column, rows, dictionary=None):
+        """The events' `column` at `rows` (-1: NULL), as a dictionary column."""
+        if not events.size:
+            return pa.nulls(len(rows), pa.string())
+        values = events.columns[column]
+        indices = pc.if_else(pa.array(rows < 0), None,
+                             values.indices.take(pa.array(np.maximum(rows, 0))))
+        return pa.DictionaryArray.from_arrays(indices, dictionary or values.dictionary)
+
+    names = events.columns["name"].dictionary if events.size else None
+    modules = None if names is None else pc.if_else(
+        pc.starts_with(names, MODULE_PREFIX),
+        pc.utf8_slice_codeunits(names, len(MODULE_PREFIX)), names)
+    columns = {"trace_id": _repeated(trace_id, size),
+               **{name: contiguous(activity[name]) for name in ACTIVITY},
+               "event_index": contiguous(activity["event_index"]),
+               "launch_event_index": event(launch), "launch": text("name", launch),
+               "launch_tid": text("tid", launch),
+               "op_event_index": event(op), "op_name": text("name", op),
+               "top_op_event_index": event(top), "top_op_name": text("name", top),
+               "module_event_index": event(module), "module": text("name", module, modules),
+               "annotation_event_index": event(annotation),
+               "annotation": text("name", annotation),
+               "link": pa.DictionaryArray.from_arrays(pa.array(link.astype(np.int32)),
+                                                      pa.array(LINKS, pa.string()))}
+    schema = _with_dictionaries(TABLES["kernel_attribution"].schema, DICTIONARY_COLUMNS)
+    return pa.table({name: columns[name] for name in schema.names}).cast(schema)
+
+
+# kernel_attribution's text columns, written from dictionaries (see _with_dictionaries).
+DICTIONARY_COLUMNS = ("trace_id", "category", "name", "launch", "launch_tid", "op_name",
+                      "top_op_name", "module", "annotation", "link")
 
 
 def ancestor_table(trace_id, trees, op):

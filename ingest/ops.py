@@ -61,25 +61,36 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
 
 
 def measure(staging, parts, trace_id, kernel_names, rules):
-    """op_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
-    return op_table(read_staged(staging, parts, COLUMNS), trace_id, kernel_names, rules)
+    """(table, rows or None) pairs: op_tables of the trace staged in `staging` as `parts`
+    ({table: part numbers})."""
+    return op_tables(read_staged(staging, parts, COLUMNS), trace_id, kernel_names,
+                     rules).items()
 
 
 def op_table(staged, trace_id, kernel_names, rules):
-    """The trace's op_time rows (None when it has no cpu_op), from its staged tables
-    ({table: at least COLUMNS}) and its kernel_names table (None: no GPU activity); `rules`
-    is the fingerprint of the default kernel rules, which gpu_self_comm_ns follows."""
+    """The trace's op_time rows (None when it has no cpu_op): see op_tables."""
+    return op_tables(staged, trace_id, kernel_names, rules)["op_time"]
+
+
+def op_tables(staged, trace_id, kernel_names, rules):
+    """The trace's op_time and op_call_time rows ({table: rows, None when it has no
+    cpu_op}), from its staged tables ({table: at least COLUMNS}) and its kernel_names table
+    (None: no GPU activity); `rules` is the fingerprint of the default kernel rules, which
+    gpu_self_comm_ns follows."""
     cpu, runtime, kernels, flows = (staged[name] for name in COLUMNS)
     is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
     if not is_op.any():
-        return None
+        return {"op_time": None, "op_call_time": None}
     host = _Host(cpu, runtime, flows)
     calls = _Calls(host, np.flatnonzero(is_op))
     calls.attribute(_work(host, calls, kernels, kernel_names))
     names = contiguous(cpu["name"]).take(pa.array(calls.ops))
+    per_call = _per_call(trace_id, cpu, host, names, calls, rules)
     calls.mark_nested(_codes(names))
     calls.count_children(host)
-    return _per_name(trace_id, names, calls, _backward_links(host, calls, names), rules)
+    return {"op_time": _per_name(trace_id, names, calls, _backward_links(host, calls, names),
+                                 rules),
+            "op_call_time": per_call}
 
 
 def _array(column, fill=0):
@@ -509,6 +520,40 @@ def _by_sequence(host, calls, names, backward):
     answer[order[asked]] = np.where(same, safe, -1)
     forward[numbered[backward]] = answer
     return forward
+
+
+def _per_call(trace_id, cpu, host, names, calls, rules):
+    """The op_call_time rows: each call with its place in the cpu_op tree (as call_tree's
+    cpu_op layer gives it) and its GPU figures (as op_calls computes them)."""
+    rows, tree = calls.ops, calls.tree
+    size = len(rows)
+    depth = tree.depth[rows]
+    inner = depth > 0
+    parent = np.maximum(tree.parent[rows], 0)
+    top = np.where(inner, tree.ancestor(rows, np.zeros(size, np.int64)), rows)
+    parent_end = host.ts[parent] + host.span[parent]
+    end = host.ts[rows] + host.span[rows]
+    taken = pa.array(rows)
+    columns = {"trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+               "event_index": pa.array(host.index[rows]), "name": names,
+               "pid": contiguous(cpu["pid"]).take(taken),
+               "tid": contiguous(cpu["tid"]).take(taken),
+               "ts_ns": contiguous(cpu["ts_ns"]).take(taken),
+               "dur_ns": contiguous(cpu["dur_ns"]).take(taken),
+               "depth": pa.array(depth),
+               "parent_event_index": pa.array(host.index[parent], mask=~inner),
+               "top_event_index": pa.array(host.index[np.maximum(top, 0)], mask=top < 0),
+               "partial_overlap": pa.array(inner & ((parent_end < end)
+                                                    | (parent_end <= host.ts[rows]))),
+               **{column: pa.array(getattr(calls, column)) for column in CALL_FIGURES},
+               "rules": pa.repeat(pa.scalar(rules, pa.string()), size)}
+    schema = TABLES["op_call_time"].schema
+    return pa.table({name: columns[name] for name in schema.names}).cast(schema)
+
+
+# The per-call GPU figures op_call_time stores (those of op_calls).
+CALL_FIGURES = ("gpu_kernels", "gpu_self_ns", "gpu_self_comm_ns", "gpu_self_busy_ns",
+                "gpu_total_ns", "gpu_total_busy_ns")
 
 
 def _per_name(trace_id, names, calls, links, rules):

@@ -434,7 +434,7 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     # trace (200-250 MB of a worker's heap for the 254 MB trace): two at once in two workers
     # were the ingest's peak of memory.
     measured = _in_worker(pool, _measured_in_turn, staging, (
-        ("op_time", ops.measure,
+        (None, ops.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
         ("critical_path_edges", critical_path.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"))),

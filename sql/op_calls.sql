@@ -8,7 +8,12 @@
 -- [ts_ns, ts_ns + dur_ns) per call, so kernels that run at the same time on several streams
 -- count once; activity without a duration counts 0.
 --
--- Reads: _host_layers, op_kernels, _host_ancestors
+-- The calls and their figures are measured once per trace at ingest (_op_call_time), so that
+-- over many ranks the view is a scan per trace; the traces of _op_calls_live_traces (where a
+-- replayed graph's activity is attributed through its capture, or where the stored figures
+-- do not hold) are computed here from the call tree and op_kernels.
+--
+-- Reads: _op_call_time, _op_calls_live_traces, _host_layers, op_kernels, _host_ancestors
 --
 -- Columns:
 --   run, phase, rank     partition
@@ -29,17 +34,31 @@
 --   gpu_total_ns         sum of the durations of its own and its descendants' activity, ns
 --   gpu_total_busy_ns    length of the union of those intervals, ns
 CREATE OR REPLACE VIEW op_calls AS
-WITH ops AS (
-  SELECT run, phase, rank, trace_id, event_index, name, pid, tid, ts_ns, dur_ns, pos, depth,
-         parent_event_index, top_event_index, partial_overlap
-  FROM _host_layers
-  WHERE layer = 'cpu_op' AND member
+WITH live AS (
+  SELECT run, phase, rank, trace_id FROM _op_calls_live_traces
+),
+stored AS (
+  SELECT s.*
+  FROM _op_call_time AS s
+  WHERE NOT EXISTS (SELECT 1 FROM live AS t
+                    WHERE t.run = s.run AND t.phase = s.phase AND t.rank = s.rank
+                      AND t.trace_id = s.trace_id)
+),
+ops AS (
+  SELECT l.run, l.phase, l.rank, l.trace_id, l.event_index, l.name, l.pid, l.tid, l.ts_ns,
+         l.dur_ns, l.depth, l.parent_event_index, l.top_event_index, l.partial_overlap
+  FROM _host_layers AS l
+  JOIN live AS t
+    ON t.run = l.run AND t.phase = l.phase AND t.rank = l.rank AND t.trace_id = l.trace_id
+  WHERE l.layer = 'cpu_op' AND l.member
 ),
 attributed AS (
-  SELECT run, phase, rank, trace_id, op_event_index, ts_ns, coalesce(dur_ns, 0) AS dur_ns,
-         class = 'communication' AS comm
-  FROM op_kernels
-  WHERE op_event_index IS NOT NULL AND NOT via_capture  -- a capture's op: _graph_op_time
+  SELECT k.run, k.phase, k.rank, k.trace_id, k.op_event_index, k.ts_ns,
+         coalesce(k.dur_ns, 0) AS dur_ns, k.class = 'communication' AS comm
+  FROM op_kernels AS k
+  JOIN live AS t
+    ON t.run = k.run AND t.phase = k.phase AND t.rank = k.rank AND t.trace_id = k.trace_id
+  WHERE k.op_event_index IS NOT NULL AND NOT k.via_capture  -- a capture's op: _graph_op_time
 ),
 enclosing AS (
   SELECT run, phase, rank, trace_id, op_event_index AS holder, ts_ns, dur_ns, comm,
@@ -92,4 +111,9 @@ SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.name, o.pid, o.tid, 
 FROM ops AS o
 LEFT JOIN sums AS s
   ON s.run = o.run AND s.phase = o.phase AND s.rank = o.rank AND s.trace_id = o.trace_id
- AND s.holder = o.event_index;
+ AND s.holder = o.event_index
+UNION ALL
+SELECT run, phase, rank, trace_id, event_index, name, pid, tid, ts_ns, dur_ns, depth,
+       parent_event_index, top_event_index, partial_overlap, gpu_kernels, gpu_self_ns,
+       gpu_self_comm_ns, gpu_self_busy_ns, gpu_total_ns, gpu_total_busy_ns
+FROM stored;

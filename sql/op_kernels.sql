@@ -18,7 +18,8 @@
 -- the graph launch (launch_event_index, launch, launch_tid: the CPU time is the graph
 -- launch's).
 --
--- Reads: kernel_classes, _kernel_ops, runtime, cpu_ops, _host_layers, graph_replay_kernels
+-- Reads: _kernel_attribution, kernel_name_classes, graph_replay_kernels, _host_layers,
+--   cpu_ops
 --
 -- Columns:
 --   run, phase, rank        partition
@@ -61,88 +62,89 @@ WITH replays AS (
          capture_trace_id, captured_launch_event_index
   FROM graph_replay_kernels
 ),
-own AS (
-  -- each activity's attribution in its own trace (built at ingest), and its replay if any
-  SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
-         k.dur_ns, k.device, k.stream, k.correlation, k.class, a.launch_event_index,
-         l.name AS launch, l.tid AS launch_tid, a.op_event_index, a.module_event_index,
+own AS NOT MATERIALIZED (
+  -- each activity as its own trace attributes it (built at ingest), its class, its replay
+  SELECT a.run, a.phase, a.rank, a.trace_id, a.event_index, a.category, a.name, a.ts_ns,
+         a.dur_ns, a.device, a.stream, a.correlation, coalesce(c.class, 'other') AS class,
+         a.launch_event_index, a.launch, a.launch_tid, a.op_event_index, a.op_name,
+         a.top_op_event_index, a.top_op_name, a.module, a.module_event_index, a.annotation,
          a.annotation_event_index, a.link, g.graph_status, g.capture_phase,
-         g.capture_trace_id, g.captured_launch_event_index,
-         g.captured_launch_event_index IS NOT NULL AS via_capture
-  FROM kernel_classes AS k
-  JOIN _kernel_ops AS a
-    ON a.run = k.run AND a.phase = k.phase AND a.rank = k.rank AND a.trace_id = k.trace_id
-   AND a.event_index = k.event_index
-  LEFT JOIN runtime AS l
-    ON l.run = k.run AND l.phase = k.phase AND l.rank = k.rank AND l.trace_id = k.trace_id
-   AND l.event_index = a.launch_event_index
+         g.capture_trace_id, g.captured_launch_event_index
+  FROM _kernel_attribution AS a
+  LEFT JOIN kernel_name_classes AS c
+    ON c.run = a.run AND c.category = a.category AND c.name_key = coalesce(a.name_id, 0)
   LEFT JOIN replays AS g
-    ON g.run = k.run AND g.phase = k.phase AND g.rank = k.rank AND g.trace_id = k.trace_id
-   AND g.event_index = k.event_index
-  WHERE k.category NOT IN ('gpu_user_annotation', 'cuda_sync')
+    ON g.run = a.run AND g.phase = a.phase AND g.rank = a.rank AND g.trace_id = a.trace_id
+   AND g.event_index = a.event_index
 ),
-placed AS (
-  -- where the capture's launches sit
-  SELECT run, phase, rank, trace_id, event_index, layer, parent_event_index
-  FROM _host_layers
-  WHERE source = 'runtime' AND layer IN ('cpu_op', 'module', 'annotation')
+captures AS (
+  -- the capture traces that replayed activity is attributed through: the host rows below
+  -- are read of these traces only (none where no run holds a capture)
+  SELECT DISTINCT run, capture_phase AS phase, rank, capture_trace_id AS trace_id
+  FROM replays
+  WHERE captured_launch_event_index IS NOT NULL
 ),
-linked AS (
-  SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
-         k.dur_ns, k.device, k.stream, k.correlation, k.class, k.launch_event_index,
-         k.launch, k.launch_tid, k.via_capture, k.graph_status,
-         CASE WHEN k.via_capture THEN k.capture_phase ELSE k.phase END AS op_phase,
-         CASE WHEN k.via_capture THEN k.capture_trace_id ELSE k.trace_id END AS op_trace_id,
-         CASE WHEN k.via_capture THEN o.parent_event_index
-              ELSE k.op_event_index END AS op_event_index,
-         CASE WHEN k.via_capture THEN m.parent_event_index
-              ELSE k.module_event_index END AS module_event_index,
-         CASE WHEN k.via_capture THEN a.parent_event_index
-              ELSE k.annotation_event_index END AS annotation_event_index,
-         CASE WHEN NOT k.via_capture THEN k.link
-              WHEN o.parent_event_index IS NOT NULL THEN 'containment'
-              ELSE 'runtime_only' END AS link
-  FROM own AS k
-  LEFT JOIN placed AS o
-    ON k.via_capture AND o.layer = 'cpu_op' AND o.run = k.run AND o.phase = k.capture_phase
-   AND o.rank = k.rank AND o.trace_id = k.capture_trace_id
-   AND o.event_index = k.captured_launch_event_index
-  LEFT JOIN placed AS m
-    ON k.via_capture AND m.layer = 'module' AND m.run = k.run AND m.phase = k.capture_phase
-   AND m.rank = k.rank AND m.trace_id = k.capture_trace_id
-   AND m.event_index = k.captured_launch_event_index
-  LEFT JOIN placed AS a
-    ON k.via_capture AND a.layer = 'annotation' AND a.run = k.run
-   AND a.phase = k.capture_phase AND a.rank = k.rank AND a.trace_id = k.capture_trace_id
-   AND a.event_index = k.captured_launch_event_index
-),
-ops AS (
-  SELECT run, phase, rank, trace_id, event_index, name, top_event_index
-  FROM _host_layers
-  WHERE layer = 'cpu_op' AND member
+layers AS (
+  SELECT l.run, l.phase, l.rank, l.trace_id, l.event_index, l.layer, l.source, l.member,
+         l.name, l.parent_event_index, l.top_event_index
+  FROM _host_layers AS l
+  JOIN captures AS c
+    ON c.run = l.run AND c.phase = l.phase AND c.rank = l.rank AND c.trace_id = l.trace_id
+  WHERE l.layer IN ('cpu_op', 'module', 'annotation')
 ),
 named AS (
-  SELECT run, phase, rank, trace_id, event_index, name
-  FROM cpu_ops
+  SELECT o.run, o.phase, o.rank, o.trace_id, o.event_index, o.name
+  FROM cpu_ops AS o
+  JOIN captures AS c
+    ON c.run = o.run AND c.phase = o.phase AND c.rank = o.rank AND c.trace_id = o.trace_id
+),
+placed AS (
+  -- where a replayed activity's captured launch sits in its capture
+  SELECT k.*, o.parent_event_index AS captured_op, m.parent_event_index AS captured_module,
+         a.parent_event_index AS captured_annotation
+  FROM own AS k
+  LEFT JOIN layers AS o
+    ON o.layer = 'cpu_op' AND o.source = 'runtime' AND o.run = k.run
+   AND o.phase = k.capture_phase AND o.rank = k.rank AND o.trace_id = k.capture_trace_id
+   AND o.event_index = k.captured_launch_event_index
+  LEFT JOIN layers AS m
+    ON m.layer = 'module' AND m.source = 'runtime' AND m.run = k.run
+   AND m.phase = k.capture_phase AND m.rank = k.rank AND m.trace_id = k.capture_trace_id
+   AND m.event_index = k.captured_launch_event_index
+  LEFT JOIN layers AS a
+    ON a.layer = 'annotation' AND a.source = 'runtime' AND a.run = k.run
+   AND a.phase = k.capture_phase AND a.rank = k.rank AND a.trace_id = k.capture_trace_id
+   AND a.event_index = k.captured_launch_event_index
+  WHERE k.captured_launch_event_index IS NOT NULL
 )
+SELECT run, phase, rank, trace_id, event_index, category, name, ts_ns, dur_ns, device,
+       stream, correlation, class, launch_event_index, launch, launch_tid, op_event_index,
+       phase AS op_phase, trace_id AS op_trace_id, false AS via_capture, graph_status,
+       op_name, top_op_event_index, top_op_name, module, module_event_index, annotation,
+       annotation_event_index, link
+FROM own
+WHERE captured_launch_event_index IS NULL
+UNION ALL
+-- a replayed activity: placed as the launch that captured it, in the capture's trace
 SELECT k.run, k.phase, k.rank, k.trace_id, k.event_index, k.category, k.name, k.ts_ns,
        k.dur_ns, k.device, k.stream, k.correlation, k.class, k.launch_event_index, k.launch,
-       k.launch_tid, k.op_event_index, k.op_phase, k.op_trace_id, k.via_capture,
-       k.graph_status,
-       o.name AS op_name,
-       o.top_event_index AS top_op_event_index, t.name AS top_op_name,
+       k.launch_tid, k.captured_op AS op_event_index, k.capture_phase AS op_phase,
+       k.capture_trace_id AS op_trace_id, true AS via_capture, k.graph_status,
+       o.name AS op_name, o.top_event_index AS top_op_event_index, t.name AS top_op_name,
        CASE WHEN m.name LIKE 'nn.Module: %' THEN substr(m.name, 12) ELSE m.name END AS module,
-       k.module_event_index, a.name AS annotation, k.annotation_event_index, k.link
-FROM linked AS k
-LEFT JOIN ops AS o
-  ON o.run = k.run AND o.phase = k.op_phase AND o.rank = k.rank
- AND o.trace_id = k.op_trace_id AND o.event_index = k.op_event_index
+       k.captured_module AS module_event_index, a.name AS annotation,
+       k.captured_annotation AS annotation_event_index,
+       CASE WHEN k.captured_op IS NOT NULL THEN 'containment' ELSE 'runtime_only' END AS link
+FROM placed AS k
+LEFT JOIN layers AS o
+  ON o.layer = 'cpu_op' AND o.member AND o.run = k.run AND o.phase = k.capture_phase
+ AND o.rank = k.rank AND o.trace_id = k.capture_trace_id AND o.event_index = k.captured_op
 LEFT JOIN named AS t
-  ON t.run = k.run AND t.phase = k.op_phase AND t.rank = k.rank
- AND t.trace_id = k.op_trace_id AND t.event_index = o.top_event_index
+  ON t.run = k.run AND t.phase = k.capture_phase AND t.rank = k.rank
+ AND t.trace_id = k.capture_trace_id AND t.event_index = o.top_event_index
 LEFT JOIN named AS m
-  ON m.run = k.run AND m.phase = k.op_phase AND m.rank = k.rank
- AND m.trace_id = k.op_trace_id AND m.event_index = k.module_event_index
+  ON m.run = k.run AND m.phase = k.capture_phase AND m.rank = k.rank
+ AND m.trace_id = k.capture_trace_id AND m.event_index = k.captured_module
 LEFT JOIN named AS a
-  ON a.run = k.run AND a.phase = k.op_phase AND a.rank = k.rank
- AND a.trace_id = k.op_trace_id AND a.event_index = k.annotation_event_index;
+  ON a.run = k.run AND a.phase = k.capture_phase AND a.rank = k.rank
+ AND a.trace_id = k.capture_trace_id AND a.event_index = k.captured_annotation;

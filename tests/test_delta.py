@@ -101,8 +101,8 @@ def test_replace_with_several_files_keeps_them_all(tracewh, sql, tmp_path):
 def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh, warehouse):
     tracewh("ingest", DLRM0, "--run", "r", "--phase", "train")
     first = delta.live_files(warehouse / "kernels", delta.latest_version(warehouse / "kernels"))
-    tree = [(table, f) for table in ("call_tree", "kernel_ops", "call_ancestors",
-                                     "backward_links")
+    tree = [(table, f) for table in ("call_tree", "kernel_ops", "kernel_attribution",
+                                     "call_ancestors", "backward_links")
             for f in delta.live_files(warehouse / table, delta.latest_version(warehouse / table))]
     tracewh("ingest", DLRM0, "--run", "r", "--phase", "train", "--replace")
     log = warehouse / "kernels" / "_delta_log"
@@ -111,11 +111,12 @@ def test_replace_is_one_commit_per_table_and_retires_files_until_vacuum(tracewh,
     assert [next(iter(a)) for a in newest] == ["commitInfo", "remove", "add"]
     assert (warehouse / "kernels" / first[0].path).exists()
     result = tracewh("vacuum", "--retain", "0")
-    # one per table the old trace has rows in (19, critical_path_edges, window_time and the
-    # four of the call tree among them), one per mart the run was recomputed in (7)
-    assert result.stdout.startswith("deleted 26 files")
+    # one per table the old trace has rows in (21: critical_path_edges, op_call_time,
+    # window_time and the five of the call tree among them), one per mart the run was
+    # recomputed in (8)
+    assert result.stdout.startswith("deleted 29 files")
     assert not (warehouse / "kernels" / first[0].path).exists()
-    assert len(tree) == 4 and not any((warehouse / t / f.path).exists() for t, f in tree)
+    assert len(tree) == 5 and not any((warehouse / t / f.path).exists() for t, f in tree)
 
 
 def test_replacing_a_run_of_many_ranks_reads_each_table_s_files_once(tracewh, warehouse, sql,

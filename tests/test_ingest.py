@@ -674,8 +674,8 @@ def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
     monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 1 << 20)  # a pool, 3+ chunks
     tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "r", "--jobs", "2")
     assert sorted(name for future in results for name in future.result()) == sorted(
-        ["op_time", "critical_path_edges", "call_tree", "kernel_ops", "call_ancestors",
-         "backward_links", "window_time"])
+        ["op_time", "op_call_time", "critical_path_edges", "call_tree", "kernel_ops",
+         "kernel_attribution", "call_ancestors", "backward_links", "window_time"])
     counts = sql("SELECT (SELECT count(*) FROM op_time) AS ops, "
                  "(SELECT count(*) FROM critical_path_edges) AS edges, "
                  "(SELECT count(*) FROM kernel_ops) AS kernels")[0]
@@ -724,7 +724,7 @@ def test_the_call_tree_from_dictionaries_equals_it_from_plain_text(tracewh, ware
     written = _measured_into(staging, None, call_tree.measure, parts, "t")
     plain = call_tree.tree_tables(read_staged(staging, parts, call_tree.READ), "t")
     assert sorted(written) == sorted(name for name, rows in plain.items() if rows is not None)
-    assert {"call_tree", "kernel_ops", "call_ancestors"} <= set(written)
+    assert {"call_tree", "kernel_ops", "kernel_attribution", "call_ancestors"} <= set(written)
     for table in written:
         stored = pq.read_table(staging / staged_name(table, 0))
         assert stored.schema == TABLES[table].schema, table

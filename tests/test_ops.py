@@ -269,16 +269,22 @@ def test_diff_by_op_and_trend_follow_self_gpu_time(tracewh, sql):
 
 # The helpers read from the tables the ingest builds (ingest/call_tree.py), each with its
 # SQL twin in sql/live/ that computes the same rows at query time.
-TREE_HELPERS = ("_host_layers", "_kernel_ops", "_host_ancestors", "_backward_links")
+TREE_HELPERS = ("_host_layers", "_kernel_ops", "_kernel_attribution", "_host_ancestors",
+                "_backward_links")
+
+
+# op_calls' helpers: the calls as measured at ingest (op_call_time) and the traces it
+# computes itself; their sql/live/ twins make it compute every trace.
+CALL_HELPERS = ("_op_call_time", "_op_calls_live_traces")
 
 
 @functools.cache
 def library_connection():
     """The library as written over empty tables (defining it takes longer than a generated
-    example), the host call tree computed by its SQL (sql/live/) from the rows a test
-    inserts."""
+    example), the host call tree and op_calls computed by its SQL (sql/live/) from the rows a
+    test inserts."""
     connection = written_library_connection()
-    for helper in TREE_HELPERS:
+    for helper in TREE_HELPERS + CALL_HELPERS:
         connection.execute(dict(_live_texts())[helper])
     return connection
 
@@ -425,15 +431,18 @@ def test_the_live_switch_computes_op_time_where_it_does_not_hold():
     for a warehouse created before op_time existed, and for other kernel rules (all the
     live helpers then, the classes being live)."""
     rules = default_rules()
-    trees = ("_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
-    current = Snapshot({"traces": 3, "op_time": 2, "call_tree": 2, "kernel_ops": 2,
-                        "call_ancestors": 2, "backward_links": 2, "window_time": 2}, 1,
+    trees = ("_backward_links", "_host_ancestors", "_host_layers", "_kernel_attribution",
+             "_kernel_ops")
+    calls = ("_op_call_time", "_op_calls_live_traces")
+    current = Snapshot({"traces": 3, "op_time": 2, "op_call_time": 2, "call_tree": 2,
+                        "kernel_ops": 2, "kernel_attribution": 2, "call_ancestors": 2,
+                        "backward_links": 2, "window_time": 2}, 1,
                        (rules_fingerprint(rules),))
     assert live_helpers(current, rules) == ()
     with_op_time = Snapshot({"traces": 3, "op_time": 2}, 1, (rules_fingerprint(rules),))
-    assert live_helpers(with_op_time, rules) == (*trees, "_window_time")
+    assert live_helpers(with_op_time, rules) == (*trees, *calls, "_window_time")
     older = Snapshot({"traces": 3}, 1, (rules_fingerprint(rules),))
-    assert live_helpers(older, rules) == (*trees, "_op_time", "_window_time")
+    assert live_helpers(older, rules) == (*trees, *calls, "_op_time", "_window_time")
     custom = rules[1:]
     assert "_op_time" in live_helpers(current, custom)
     # the call tree follows no rules: stored wherever the warehouse has it
@@ -538,6 +547,60 @@ def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     assert got == expected
 
 
+# op_call_time (ingest/ops.py, numpy) against op_calls computing every call in SQL.
+
+CALL_COLUMNS = ("event_index", "name", "pid", "tid", "ts_ns", "dur_ns", "depth",
+                "parent_event_index", "top_event_index", "partial_overlap", "gpu_kernels",
+                "gpu_self_ns", "gpu_self_comm_ns", "gpu_self_busy_ns", "gpu_total_ns",
+                "gpu_total_busy_ns")
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15),
+       ranked=st.booleans())
+def test_op_call_time_equals_op_calls_on_generated_traces(spans, work, ranked):
+    """Each call's place and GPU figures as the ingest measures them are op_calls' row of it,
+    computed from the events by the SQL."""
+    from tracewh.ingest import ops
+    from tracewh.ingest.ops import COLUMNS, op_tables
+
+    cpu, runtime, kernels = _generated_tables(spans, work)
+    rows = {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels, "flows": []}
+    limit = ops.KEY_LIMIT
+    ops.KEY_LIMIT = 0 if ranked else limit
+    try:
+        stored = op_tables(_staged_tables(rows, COLUMNS), "t", None, "rules")["op_call_time"]
+    finally:
+        ops.KEY_LIMIT = limit
+    got = [] if stored is None else [tuple(r[c] for c in CALL_COLUMNS)
+                                     for r in stored.to_pylist()]
+    connection = library_connection()
+    _insert_rows(connection, {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels,
+                              "instants": []})
+    expected = connection.execute(f"SELECT {', '.join(CALL_COLUMNS)} FROM op_calls").fetchall()
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+
+
+def test_op_calls_from_op_call_time_equals_op_calls_computed(ops_warehouse):
+    """On every trace of the module's warehouse: op_calls as it reads the calls measured at
+    ingest is op_calls computing every call from the call tree and op_kernels (the live
+    twins of its helpers)."""
+    from tracewh.query.library import library_modules_in_order
+
+    connection = ops_warehouse.connection
+    define_helpers(connection, "op_calls")
+    written = library_modules_in_order()["op_calls"]
+    computed = written.replace("VIEW op_calls AS", "VIEW op_calls_computed AS")
+    for helper in CALL_HELPERS:
+        connection.execute(dict(_live_texts())[helper].replace(
+            f"VIEW {helper} AS", f"VIEW {helper}_live AS"))
+        computed = computed.replace(f"FROM {helper}", f"FROM {helper}_live")
+    connection.execute(computed)
+    stored = sorted(connection.execute("SELECT * FROM op_calls").fetchall(), key=repr)
+    assert len(stored) > 10_000 and stored == sorted(
+        connection.execute("SELECT * FROM op_calls_computed").fetchall(), key=repr)
+
+
 # call_tree (ingest/call_tree.py, numpy) against the SQL it stands in for
 # (sql/live/_host_layers.sql): on every trace of the module's warehouse, and on generated
 # threads of every layer's members, runtime calls and instants whose spans need not nest.
@@ -549,11 +612,12 @@ HOST_LAYERS = f"SELECT {', '.join(TREE_COLUMNS)} FROM _host_layers"
 
 
 @pytest.mark.parametrize("helper, least", [("_host_layers", 90_000), ("_kernel_ops", 4_000),
+                                           ("_kernel_attribution", 4_000),
                                            ("_host_ancestors", 1_000),
                                            ("_backward_links", 100)])
 def test_the_stored_call_tree_equals_the_sql_call_tree(ops_warehouse, helper, least):
-    """Every trace's call_tree, kernel_ops, call_ancestors and backward_links rows, as the
-    helpers read them, are the rows their SQL twins compute from the events."""
+    """Every trace's call_tree, kernel_ops, kernel_attribution, call_ancestors and
+    backward_links rows, as the helpers read them, are the rows their SQL twins compute from the events."""
     connection = ops_warehouse.connection
     define_helpers(connection, helper)
     stored = sorted(connection.execute(f"SELECT * FROM {helper}").fetchall(), key=repr)
@@ -599,7 +663,8 @@ def test_call_tree_equals_the_sql_call_tree_on_generated_traces(spans, ranked):
 @settings(max_examples=60, deadline=None)
 @given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15))
 def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans, work):
-    """kernel_ops, call_ancestors and backward_links (numpy) against their SQL twins, on the
+    """kernel_ops, kernel_attribution, call_ancestors and backward_links (numpy) against their
+    SQL twins, on the
     generated threads, launches and External ids of the op_time test."""
     from tracewh.ingest import call_tree
     from tracewh.storage.schema import TABLES
@@ -611,7 +676,8 @@ def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans,
     connection = library_connection()
     _insert_rows(connection, {name: rows[name] for name in
                               ("cpu_ops", "runtime", "kernels", "instants")})
-    for table, helper in (("kernel_ops", "_kernel_ops"), ("call_ancestors", "_host_ancestors")):
+    for table, helper in (("kernel_ops", "_kernel_ops"), ("kernel_attribution", "_kernel_attribution"),
+                          ("call_ancestors", "_host_ancestors")):
         names = TABLES[table].schema.names
         got = [] if stored[table] is None else sorted(
             (tuple(r[c] for c in names) for r in stored[table].to_pylist()), key=repr)
@@ -626,8 +692,8 @@ def test_kernel_ops_ancestors_and_links_equal_the_sql_on_generated_traces(spans,
 
 def test_a_warehouse_made_before_the_call_tree_tables_answers_the_same_and_refuses_writes(
         tracewh, warehouse, sql):
-    """A warehouse whose pointer has no call_tree, kernel_ops, call_ancestors nor
-    backward_links (made before they existed, its traces without rows there): the views
+    """A warehouse whose pointer has no call_tree, kernel_ops, kernel_attribution,
+    call_ancestors nor backward_links (made before they existed, its traces without rows there): the views
     compute the tree (the live twins) and give the same rows; a write is refused in one line
     that says what to do, not with a traceback."""
     from tracewh.storage import delta
@@ -639,16 +705,18 @@ def test_a_warehouse_made_before_the_call_tree_tables_answers_the_same_and_refus
     stored = [sql(text) for text in queries]
     catalog = Catalog(warehouse)
     snapshot = catalog.snapshot()
-    tree = ("call_tree", "kernel_ops", "call_ancestors", "backward_links")
+    tree = ("call_tree", "kernel_ops", "kernel_attribution", "call_ancestors", "backward_links")
     versions = {t: v for t, v in snapshot.versions.items() if t not in tree}
     traces = warehouse / "traces"
     delta.commit(traces, delta.latest_version(traces) + 1, [], "OLDER",
                  catalog.pointer(versions, snapshot.seq, snapshot.class_rules))
     assert live_helpers(Catalog(warehouse).snapshot(), default_rules()) == (
-        "_backward_links", "_host_ancestors", "_host_layers", "_kernel_ops")
+        "_backward_links", "_host_ancestors", "_host_layers", "_kernel_attribution",
+        "_kernel_ops")
     assert [sql(text) for text in queries] == stored and len(stored[0]) > 100
     result = tracewh("ingest", EXAMPLES / "worker1_step_12.1694128201556.pt.trace.json.gz",
                      "--run", "r", "--phase", "train", expect=None)
     assert result.exit_code != 0 and "Traceback" not in result.output
-    assert "made before the tables call_tree, kernel_ops, call_ancestors, backward_links" \
+    assert ("made before the tables call_tree, kernel_ops, kernel_attribution, call_ancestors, "
+            "backward_links") \
         in result.output and "tracewh --warehouse NEW ingest" in result.output

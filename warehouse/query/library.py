@@ -308,17 +308,20 @@ def live_helpers(snapshot, rules):
     script decide here.
 
     The class intervals and lengths (`gpu_intervals`, `gpu_time`), the steps' figures
-    (`step_time`) and the ops' (`op_time`, whose communication time follows the classes) were
-    measured with the default kernel rules: when the effective rules differ, or the snapshot
-    holds traces classified under other rules, none of them holds; nor do the step and
-    annotation windows' overlap (`window_time`). The ops' and windows' figures also do not
-    hold in a warehouse created before `op_time` or `window_time` existed (its older traces
-    have none): there `_op_time` or `_window_time` alone is live. The host call tree (`call_tree`, `kernel_ops`,
-    `call_ancestors`, `backward_links`) follows no rules: it is live only in a warehouse
-    created before those tables existed."""
+    (`step_time`) and the ops' (`op_time`, `op_call_time`, whose communication time follows
+    the classes) were measured with the default kernel rules: when the effective rules
+    differ, or the snapshot holds traces classified under other rules, none of them holds;
+    nor do the step and annotation windows' overlap (`window_time`). The ops' and windows'
+    figures also do not hold in a warehouse created before `op_time` (or `op_call_time`,
+    `window_time`) existed (its older traces have none): there their helpers alone are live.
+    The host call tree (`call_tree`, `kernel_ops`, `kernel_attribution`, `call_ancestors`,
+    `backward_links`) follows no rules: each is live only in a warehouse created before its
+    table existed."""
     trees = {"_host_layers": "call_tree", "_kernel_ops": "kernel_ops",
+             "_kernel_attribution": "kernel_attribution",
              "_host_ancestors": "call_ancestors", "_backward_links": "backward_links"}
-    stored = {"_op_time": "op_time", "_window_time": "window_time", **trees}
+    stored = {"_op_time": "op_time", "_op_call_time": "op_call_time",
+              "_op_calls_live_traces": "op_call_time", "_window_time": "window_time", **trees}
     if not (rules == default_rules()
             and set(snapshot.class_rules) <= {rules_fingerprint(rules)}):
         live = {name for name, _ in _live_texts()} - set(trees)

@@ -247,6 +247,34 @@ TABLES = {
                   _c("backward_gpu_total_busy_ns", I64, "their gpu_total_busy_ns summed, ns"),
                   _c("rules", STR, "fingerprint of the rules that gave the classes"),
               )),
+        Table("op_call_time", "each trace's cpu_op calls with their place in the call tree "
+              "and the GPU time they launched, measured at ingest (see op_calls, which reads "
+              "these)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("event_index", I64, "the call's event in cpu_ops"),
+                  _c("name", STR, "the op's name"),
+                  _c("pid", STR, "its process"),
+                  _c("tid", STR, "its thread"),
+                  _c("ts_ns", I64, "its start, ns"),
+                  _c("dur_ns", I64, "its duration on the CPU, ns (NULL when it has none)"),
+                  _c("depth", I64, "cpu_ops of category cpu_op enclosing it"),
+                  _c("parent_event_index", I64, "the innermost cpu_op enclosing it (NULL at "
+                     "top level)"),
+                  _c("top_event_index", I64, "the outermost cpu_op enclosing it (itself at "
+                     "top level)"),
+                  _c("partial_overlap", pa.bool_(), "true when it does not nest within its "
+                     "parent op"),
+                  _c("gpu_kernels", I64, "GPU activities attributed to it"),
+                  _c("gpu_self_ns", I64, "sum of their durations, ns"),
+                  _c("gpu_self_comm_ns", I64, "the part of gpu_self_ns in communication "
+                     "kernels (default rules), ns"),
+                  _c("gpu_self_busy_ns", I64, "length of the union of their intervals, ns"),
+                  _c("gpu_total_ns", I64, "sum of the durations of its own and its "
+                     "descendants' activity, ns"),
+                  _c("gpu_total_busy_ns", I64, "length of the union of those intervals, ns"),
+                  _c("rules", STR, "fingerprint of the rules that gave the classes"),
+              )),
         Table("critical_path_edges", "each trace's critical path of each step (HTA's rules, "
               "see rank_critical_path), measured at ingest: one row per path edge",
               (
@@ -304,6 +332,37 @@ TABLES = {
                      "launch"),
                   _c("annotation_event_index", I64, "the innermost user_annotation around "
                      "the launch"),
+                  _c("link", STR, "containment, external_id, runtime_only or unlaunched"),
+              )),
+        Table("kernel_attribution", "each trace's GPU activity (not ranges nor waits) with "
+              "its own columns, its launch and the op, module and annotation it is attributed "
+              "to, names included: op_kernels' rows as the trace gives them, built at ingest "
+              "(see op_kernels)",
+              (
+                  _c("trace_id", STR, "the trace"),
+                  _c("event_index", I64, "the GPU activity's event in kernels"),
+                  _c("category", STR, "as in kernels"),
+                  _c("name", STR, "as in kernels"),
+                  _c("name_id", I64, "as in kernels"),
+                  _c("ts_ns", I64, "as in kernels"),
+                  _c("dur_ns", I64, "as in kernels"),
+                  _c("device", I32, "as in kernels"),
+                  _c("stream", I64, "as in kernels"),
+                  _c("correlation", I64, "as in kernels"),
+                  _c("launch_event_index", I64, "the launch's event in runtime (NULL: none)"),
+                  _c("launch", STR, "the launch's name"),
+                  _c("launch_tid", STR, "the thread that launched it"),
+                  _c("op_event_index", I64, "the cpu_op it is attributed to (NULL: none)"),
+                  _c("op_name", STR, "that op's name"),
+                  _c("top_op_event_index", I64, "the outermost cpu_op enclosing that op (the "
+                     "op itself at top level)"),
+                  _c("top_op_name", STR, "its name"),
+                  _c("module_event_index", I64, "the innermost nn.Module frame around the "
+                     "launch"),
+                  _c("module", STR, "that frame's name without `nn.Module: `"),
+                  _c("annotation_event_index", I64, "the innermost user_annotation around "
+                     "the launch"),
+                  _c("annotation", STR, "its name"),
                   _c("link", STR, "containment, external_id, runtime_only or unlaunched"),
               )),
         Table("call_ancestors", "the ancestors of each trace's nn.Module frames and of its "

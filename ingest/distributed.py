@@ -42,8 +42,10 @@ from .writer import PartFiles
 CHUNKS_QUEUED_PER_SLOT = 2
 
 # Tests only: a directory, whose first job to see it marks it and kills its own worker
-# (SIGKILL), as a machine lost mid-task would; the engine runs the job again.
+# (SIGKILL), as a machine lost mid-task would; the engine runs the job again. The same for a
+# large file's first chunk job, killed after writing its part files, before it returns.
 KILL_FIRST_JOB = "TRACEWH_TEST_KILL_FIRST_JOB"
+KILL_FIRST_CHUNK = "TRACEWH_TEST_KILL_FIRST_CHUNK"
 
 
 def new_transaction(name=None):
@@ -64,10 +66,11 @@ def decode_job(root, path, options, kill_marker=None):
     return _written(catalog, _stage_file(catalog, path, options), kill_marker)
 
 
-def chunk_job(path, chunk, index, trace_id, base_guess, redact_secrets):
+def chunk_job(path, chunk, index, trace_id, base_guess, redact_secrets, kill_marker=None):
     """Normalise the chunk number `index` of a large file: (its ChunkSummary, {table: the
     bytes of its part file}), or (None, the TraceError or UnconfirmedChunk it raised). Runs
-    in an engine's worker, keeping nothing: the trace's last job writes the parts."""
+    in an engine's worker, keeping nothing: the trace's last job writes the parts.
+    `kill_marker`: tests only (KILL_FIRST_CHUNK)."""
     with tempfile.TemporaryDirectory(prefix="tracewh-chunk-") as directory:
         directory = Path(directory)
         try:
@@ -76,6 +79,8 @@ def chunk_job(path, chunk, index, trace_id, base_guess, redact_secrets):
                                         redact_secrets)
         except (TraceError, UnconfirmedChunk) as error:
             return None, error
+        if kill_marker is not None:
+            _die_first_time(kill_marker)
         return summary, {name: (directory / staged_name(name, index)).read_bytes()
                          for name in summary.rows}
 
@@ -118,9 +123,11 @@ def _written(catalog, staged, kill_marker):
     return staged.outcome, written
 
 
-def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=False):
+def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=False,
+                 chunk_kill_marker=None):
     """Cut the large file `path` here (hashing it), each chunk normalised by a chunk_job,
-    then its trace_job: the trace_job's handle, or the file's failed IngestOutcome."""
+    then its trace_job: the trace_job's handle, or the file's failed IngestOutcome.
+    `kill_marker`, `chunk_kill_marker`: tests only (KILL_FIRST_JOB, KILL_FIRST_CHUNK)."""
     chunks = []
     try:
         start = start_trace(path, options)
@@ -131,7 +138,8 @@ def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=
             for index, chunk in enumerate(trace_reader.chunks()):
                 engine.throttle(chunks, queued)
                 chunks.append(engine.submit(chunk_job, path, chunk, index, start.trace_id,
-                                            start.base_guess, not options.keep_secrets))
+                                            start.base_guess, not options.keep_secrets,
+                                            chunk_kill_marker))
             read = StagedChunks(metadata=trace_reader.metadata)
             read.sha256, read.size = trace_file.finish()
         _check_unchanged(path, start.state, read.size)
@@ -166,11 +174,12 @@ def ingest_with_engine(catalog, paths, options, engine, transaction=None, on_don
             on_done(known)
     written = {}
     kill_marker = os.environ.get(KILL_FIRST_JOB)
+    chunk_kill_marker = os.environ.get(KILL_FIRST_CHUNK)
 
     def submit(index, confirm_cuts=False):
         if is_large(paths[index]):
             return submit_large(engine, catalog, paths[index], options, kill_marker,
-                                confirm_cuts)
+                                confirm_cuts, chunk_kill_marker)
         return engine.submit(decode_job, catalog.root, paths[index], options, kill_marker)
 
     def done(index, outcome, trace):

@@ -23,7 +23,8 @@ from tracewh import storage
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
 from tracewh.ingest import reader
-from tracewh.ingest.distributed import KILL_FIRST_JOB, decode_job, new_transaction
+from tracewh.ingest.distributed import (KILL_FIRST_CHUNK, KILL_FIRST_JOB, decode_job,
+                                        new_transaction)
 from tracewh.ingest.engines import InProcess
 from tracewh.ingest.pipeline import ingest_options
 from tracewh.storage import delta
@@ -180,6 +181,30 @@ def test_a_large_file_is_decoded_chunk_by_chunk(cluster, large_expected, small_b
     assert (tmp_path / "killed").exists() == (where == "s3")
     assert table_contents(warehouse) == large_expected
     assert _chunk_files(warehouse) > 20
+
+
+@pytest.mark.ray
+def test_a_chunk_task_killed_mid_chunk(cluster, large_expected, small_blocks, tmp_path,
+                                       monkeypatch):
+    """The first chunk task's worker is killed (SIGKILL) after writing its part files, before
+    it returns: Ray runs that chunk again, and the run is whole, every row once, committed in
+    one commit per table (no version holds part of it), no file left in the partitions that
+    the snapshot does not name."""
+    monkeypatch.setenv(KILL_FIRST_CHUNK, str(tmp_path))
+    warehouse = tmp_path / "wh"
+    result = _cli(warehouse, "ingest", *_large_files(), "--run", "big", "--phase", "train",
+                  "--engine", "ray")
+    assert (tmp_path / "killed").exists()
+    assert "run big: 2 files ingested" in result.stdout
+    assert table_contents(warehouse) == large_expected
+    assert _chunk_files(warehouse) > 20
+    # created (version 0), then one commit per table that holds rows; `traces` has its pointer
+    versions = Catalog(warehouse).snapshot().versions
+    assert _traces_version(warehouse) == 2 and versions["cpu_ops"] == 1
+    assert {version for table, version in versions.items() if table != TRACES} == {0, 1}
+    live = {path for paths in Catalog(warehouse).snapshot().paths(warehouse).values()
+            for path in paths}
+    assert {str(p) for p in warehouse.glob("*/run=*/*/*/*.parquet")} == live
 
 
 @pytest.mark.ray

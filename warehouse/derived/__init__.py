@@ -14,7 +14,8 @@ from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
 from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
-from .marts import changed_marts, current_mart_files, mart_path, refresh_marts, remove_mart
+from .marts import (changed_marts, current_mart_files, mart_listing, mart_path, refresh_marts,
+                    remove_mart)
 from ..query.library import library_fingerprint
 from ..rules import effective_rules
 
@@ -57,10 +58,20 @@ def refresh_derived(catalog, verify=False):
             return DerivedRefresh(up_to_date=True)
         try:
             # The DuckDB file does not read the marts: it is written beside them, on the
-            # core their Python leaves free (DuckDB and delta-rs release the GIL).
+            # core their Python leaves free (DuckDB and delta-rs release the GIL), and records
+            # their files last, once they are current (none, where their refresh failed).
+            listed = concurrent.futures.Future()
             with concurrent.futures.ThreadPoolExecutor(1) as beside:
-                file_written = beside.submit(_timed, write_duckdb_file, catalog, snapshot, rules)
-                marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules, recompute)
+                file_written = beside.submit(_timed, write_duckdb_file, catalog, snapshot, rules,
+                                             None, listed.result)
+                try:
+                    marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules,
+                                                  recompute)
+                    listed.set_result(mart_listing(catalog.root, current_mart_files(
+                        catalog.root, snapshot, rules)))
+                finally:
+                    if not listed.done():
+                        listed.set_result({})
                 _, file_seconds = file_written.result()
             links.write_text(done_file,
                              json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))

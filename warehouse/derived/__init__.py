@@ -60,10 +60,16 @@ def refresh_derived(catalog, verify=False):
             # The DuckDB file does not read the marts: it is written beside them, on the
             # core their Python leaves free (DuckDB and delta-rs release the GIL), and records
             # their files last, once they are current (none, where their refresh failed).
-            listed = concurrent.futures.Future()
+            listed, waited = concurrent.futures.Future(), []
+
+            def listing():  # the file's seconds are its own, not the marts' it waited for
+                found, seconds = _timed(listed.result)
+                waited.append(seconds)
+                return found
+
             with concurrent.futures.ThreadPoolExecutor(1) as beside:
                 file_written = beside.submit(_timed, write_duckdb_file, catalog, snapshot, rules,
-                                             None, listed.result)
+                                             None, listing)
                 try:
                     marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules,
                                                   recompute)
@@ -72,7 +78,7 @@ def refresh_derived(catalog, verify=False):
                 finally:
                     if not listed.done():
                         listed.set_result({})
-                _, file_seconds = file_written.result()
+                file_seconds = file_written.result()[1] - sum(waited)
             links.write_text(done_file,
                              json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
             recompute_file.unlink(missing_ok=True)

@@ -460,7 +460,7 @@ def test_a_refresh_that_fails_names_the_way_out(tracewh, two_runs, monkeypatch):
     not brought up to date, and `refresh` recovers."""
     from tracewh import derived
 
-    def disk_full(catalog, snapshot, rules):
+    def disk_full(catalog, snapshot, rules, target=None, marts=dict):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(derived, "write_duckdb_file", disk_full)

@@ -123,12 +123,14 @@ class Warehouse:
     # -- connections -------------------------------------------------------------------------
 
     def connect(self, runs=None, tables=None, allow_write=False, modules=None, marts=True):
-        """A new DuckDB connection over the snapshot (see `connection.connect`), confined to
-        the warehouse's tables unless `allow_write`; with `modules`, only those library
-        modules defined. Over every run, the views whose marts hold their rows at this
-        snapshot read them (unless `marts` is false): a question about all of a thousand
-        runs reads a file per run, not a hundred."""
-        current = self.current_marts() if marts and runs is None else None
+        """A new DuckDB connection over the snapshot (see `connection.connect`), or over
+        `runs` of it, confined to the warehouse's tables unless `allow_write`; with
+        `modules`, only those library modules defined. The views whose marts hold their rows
+        at this snapshot read them, of the connection's runs (unless `marts` is false): a
+        question about all of a thousand runs reads a file per run, not a hundred, and the
+        job's critical path of one run is read, not walked again (seconds to minutes)."""
+        current = (self.current_marts(None if modules is None else set(modules) & set(MARTS))
+                   if marts else None)
         return self._connect(runs, tables, allow_write, modules, current)
 
     def _connect(self, runs, tables, allow_write, modules, marts):
@@ -141,18 +143,6 @@ class Warehouse:
         ~0.1 s at 1,000 runs)."""
         return current_marts(self.readable(), self.snapshot, self.kernel_rules, only)
 
-    def _connect_reading_marts(self, run, reads):
-        """A connection for questions about `run` alone (each filters on it) that read
-        `reads`: where the marts of those are current, over `run`'s files and the marts (the
-        job's critical path is a walk through every rank's collectives, stored by the refresh:
-        computed again it takes seconds to minutes), else as `connect_to_runs`."""
-        marts = self.current_marts(modules_read_by(*reads) & set(MARTS))
-        if not marts:
-            return self.connect_to_runs([run], reads=reads)
-        check_runs([info.run for info in self.run_infos()], run)
-        return self._connect({run}, tables_read_by(*reads), False, modules_read_by(*reads),
-                             marts)
-
     def connect_to_runs(self, runs, reads=None):
         """A connection over `runs` only, each checked to be in the warehouse first (an
         unknown one is refused with close names); with `reads` (names of views, macros or
@@ -162,9 +152,10 @@ class Warehouse:
 
     def connect_over_runs(self, runs, reads=None):
         """A confined connection over `runs` (with `reads`, over the tables they read only):
-        the warehouse's tracewh.duckdb over those runs' files, where it is of this snapshot
-        and the warehouse's own rules and the default peaks are asked for (see
-        `prepared.connect_prepared`: no library to define, ~1-4 s), else a new one."""
+        the warehouse's tracewh.duckdb over those runs' files and the marts current when it
+        was written, where it is of this snapshot and the warehouse's own rules and the
+        default peaks are asked for (see `prepared.connect_prepared`: no library to define,
+        ~1-4 s), else a new one (reading the marts current for this snapshot and rules)."""
         if self.rules is None and self.peaks is None:
             prepared = connect_prepared(self.path, runs, reads,
                                         {**self.snapshot.versions})
@@ -211,16 +202,18 @@ class Warehouse:
         modules = (modules_read_by(*names) if names is not None and all(map(defines_name, names))
                    else None)
         source = None if allow_write else runs_a_query_names(sql)
-        if source is None:
-            # the logs of the marts the query reads only (none read: none opened)
-            marts = self.current_marts(None if names is None else set(names) & set(MARTS))
-            # only the tables read, but for the marts read instead: listing and binding all
-            # 13 over 8,000 files each took 2.5 s of an all-runs count of kernels
-            tables = (tables_read_by(*(name for name in names if name not in marts))
-                      if modules is not None else None)
-            return self._connect(None, tables, allow_write, modules, marts)
-        runs, read = source
-        return self.connect(runs, tables_read_by(*read), modules=modules)
+        if source is not None:
+            runs, read = source
+            return self.connect(runs, tables_read_by(*read), modules=modules)
+        # the logs of the marts the query reads only, through the views it names (none read:
+        # none opened)
+        marts = self.current_marts(
+            None if names is None else set(names if modules is None else modules) & set(MARTS))
+        # only the tables read, but for the marts read instead: listing and binding all
+        # 13 over 8,000 files each took 2.5 s of an all-runs count of kernels
+        tables = (tables_read_by(*(name for name in names if name not in marts))
+                  if modules is not None else None)
+        return self._connect(None, tables, allow_write, modules, marts)
 
     def runs(self):
         """The `runs` view, in commit order: a DuckDB relation."""
@@ -267,7 +260,7 @@ class Warehouse:
                         "ORDER BY ns DESC, phase, step, name LIMIT $top")
         reads = ("critical_path_breakdown", "critical_path_by_name",
                  "rank_critical_path_breakdown", "rank_critical_path")
-        with self._connect_reading_marts(run, reads) as connection:
+        with self.connect_to_runs([run], reads=reads) as connection:
             return {"breakdown": run_query(connection, breakdown, params=params),
                     "segments": run_query(connection, segments, params={**params, "top": top})}
 

@@ -14,7 +14,8 @@ from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
 from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
-from .marts import changed_marts, current_mart_files, mart_path, refresh_marts, remove_mart
+from .marts import (changed_marts, current_mart_files, mart_listing, mart_path, refresh_marts,
+                    remove_mart)
 from ..query.library import library_fingerprint
 from ..rules import effective_rules
 
@@ -57,11 +58,27 @@ def refresh_derived(catalog, verify=False):
             return DerivedRefresh(up_to_date=True)
         try:
             # The DuckDB file does not read the marts: it is written beside them, on the
-            # core their Python leaves free (DuckDB and delta-rs release the GIL).
+            # core their Python leaves free (DuckDB and delta-rs release the GIL), and records
+            # their files last, once they are current (none, where their refresh failed).
+            listed, waited = concurrent.futures.Future(), []
+
+            def listing():  # the file's seconds are its own, not the marts' it waited for
+                found, seconds = _timed(listed.result)
+                waited.append(seconds)
+                return found
+
             with concurrent.futures.ThreadPoolExecutor(1) as beside:
-                file_written = beside.submit(_timed, write_duckdb_file, catalog, snapshot, rules)
-                marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules, recompute)
-                _, file_seconds = file_written.result()
+                file_written = beside.submit(_timed, write_duckdb_file, catalog, snapshot, rules,
+                                             None, listing)
+                try:
+                    marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules,
+                                                  recompute)
+                    listed.set_result(mart_listing(catalog.root, current_mart_files(
+                        catalog.root, snapshot, rules)))
+                finally:
+                    if not listed.done():
+                        listed.set_result({})
+                file_seconds = file_written.result()[1] - sum(waited)
             links.write_text(done_file,
                              json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
             recompute_file.unlink(missing_ok=True)

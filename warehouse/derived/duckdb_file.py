@@ -28,7 +28,7 @@ from ..storage import delta
 from ..storage.layout import DUCKDB_FILE as FILE_NAME
 from ..storage.layout import FILES_GLOB
 from ..query.library import live_helpers
-from ..query.prepared import FILES_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
+from ..query.prepared import FILES_TABLE, MARTS_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
 from ..query.define import define_library
 from ..storage.schema import TABLES
 from ..query.table_sql import empty_select, scan_select, sql_string
@@ -36,7 +36,7 @@ from ..query.table_sql import empty_select, scan_select, sql_string
 STORAGE_VERSION = "v1.0.0"
 
 
-def write_duckdb_file(catalog, snapshot, rules, target=None):
+def write_duckdb_file(catalog, snapshot, rules, target=None, marts=dict):
     """Write `<warehouse>/tracewh.duckdb` over `snapshot`, with the kernel `rules` (under the
     writers' lock), replacing the previous one whole. Usually only the file lists change: the
     previous file is copied
@@ -47,7 +47,11 @@ def write_duckdb_file(catalog, snapshot, rules, target=None):
     With `target`, the file is written there instead (a local path: `tracewh refresh
     --duckdb-file`). An object store's warehouse keeps none in its bucket: the file a user
     asks for lists the local copies of the snapshot's files (downloaded now into the cache,
-    see storage.objects), which any DuckDB reads offline, with no credentials stored."""
+    see storage.objects), which any DuckDB reads offline, with no credentials stored.
+
+    `marts()`, called last (the refresh derives them beside): {mart: [(path, size)]} of the
+    marts current for `snapshot` and `rules`, which the queries answered from the file read
+    instead of computing their views (see `prepared`)."""
     if not catalog.store.local:
         _write_over_copies(catalog, snapshot, rules, target)
         return
@@ -71,7 +75,7 @@ def write_duckdb_file(catalog, snapshot, rules, target=None):
             temporary.unlink(missing_ok=True)
             connection = _connect(temporary)
             _write_whole(connection, root, snapshot.files(root), snapshot, rules)
-        _record_snapshot(connection, snapshot, shape)
+        _record_snapshot(connection, snapshot, shape, marts())
     finally:
         connection.close()
     os.replace(temporary, target)
@@ -93,13 +97,21 @@ def _write_over_copies(catalog, snapshot, rules, target):
     try:
         _write_whole(connection, root, listed, snapshot, rules)
         _record_snapshot(connection, snapshot,
-                         file_shape(root, rules, live_helpers(snapshot, rules)))
+                         file_shape(root, rules, live_helpers(snapshot, rules)), {})
     finally:
         connection.close()
     os.replace(temporary, target)
 
 
-def _record_snapshot(connection, snapshot, shape):
+def _record_snapshot(connection, snapshot, shape, marts):
+    """Record the snapshot the file is of, and the files of its current `marts` ({mart:
+    [(path, size)]}: those of the file it was copied from are of an older snapshot)."""
+    rows = [(mart, path, size) for mart, files in marts.items() for path, size in files]
+    recorded = pa.table({name: list(column) for name, column in
+                         zip(("mart", "path", "size"), zip(*rows) if rows else ((), (), ()))},
+                        schema=pa.schema([("mart", pa.string()), ("path", pa.string()),
+                                          ("size", pa.int64())]))
+    connection.execute(f"CREATE OR REPLACE TABLE {MARTS_TABLE} AS SELECT * FROM recorded")
     connection.execute(f"DELETE FROM {SNAPSHOT_TABLE}")
     connection.execute(f"INSERT INTO {SNAPSHOT_TABLE} VALUES (?, ?, ?, ?)", [
         snapshot.seq, json.dumps(snapshot.versions, sort_keys=True),

@@ -189,6 +189,19 @@ def current_mart_files(root, snapshot, rules, only=None):
     return current
 
 
+def mart_listing(root, names):
+    """{mart: [(path, size)]} of the live files of the marts `names` (current ones, from
+    `current_mart_files`), their sizes as their commits recorded them: what tracewh.duckdb
+    records for the queries it answers to read (and check) instead of computing the views."""
+    listing = {}
+    for name in names:
+        path = mart_path(root, name)
+        actions = delta.add_actions(path, delta.latest_version(path))
+        listing[name] = list(zip([f"{path}/{file}" for file in actions["path"].to_pylist()],
+                                 actions["size_bytes"].to_pylist()))
+    return listing
+
+
 def changed_marts(root):
     """{mart: (its first file not as its commit wrote it, the problem)}, every byte of every
     mart read (sha256): a refresh makes them again. A mart whose log is damaged is made

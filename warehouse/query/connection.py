@@ -35,7 +35,8 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
     the warehouse's tables unless `allow_write` gives it DuckDB's full access (files anywhere,
     the network, extensions, settings). `peaks`: the device peaks (the defaults unless given).
     With `modules`, only those library modules are defined (see `library.modules_read_by`).
-    `marts` ({view: files}, see `derived.current_marts`): views answered from their marts. The
+    `marts` ({view: files}, see `derived.current_marts`): views answered from their marts (their
+    rows of `runs`). The
     caller has checked the warehouse (see `api.Warehouse`). The tables named in `copied` are
     copied into DuckDB's memory instead of read from their files by each question that reads
     them: for a connection that asks many questions of little data (a refresh after an
@@ -51,7 +52,7 @@ def connect(catalog, snapshot, rules, runs=None, tables=None, allow_write=False,
             define_library(connection, snapshot, rules,
                            lambda table: _table_view(connection, root, table, listed.result(),
                                                      copy=table.name in copied),
-                           peaks, modules, marts)
+                           peaks, modules, marts, runs)
             if not allow_write:
                 confine(connection, [path for paths in (*listed.result().values(),
                                                         *(marts or {}).values())

@@ -14,6 +14,11 @@ The guarantees are those of `connection.connect`:
   (temporary objects come first in DuckDB's search path, for the views too). A question about
   every run is asked the usual way, where the views with marts read them and the logs' row
   counts are checked;
+- a view whose mart the file records is read from the mart, its rows of those runs (a TEMP
+  view too): the refresh records the marts' files once it has brought them to the file's
+  snapshot under its rules (a file of an older snapshot is not answered from; a refresh that
+  failed records none), each checked to be of the size its commit recorded (else the view's
+  SQL answers);
 - the files read are those the file lists, each of the size its Delta commit recorded (a
   stat each), and the snapshot's commit files are whole (not emptied, not cut);
 - the connection is confined to those files (`statements.confine`) before any statement of
@@ -36,11 +41,13 @@ from .library import defines_public, library_fingerprint, names_reached
 from .query_analysis import runs_a_query_names
 from ..rules import effective_rules
 from .statements import confine, run_statements
-from .table_sql import CATALOG_TYPES, files_variable_name, no_rows, sql_string
+from .table_sql import (CATALOG_TYPES, files_variable_name, mart_files_variable, mart_view_sql,
+                        no_rows, sql_string)
 
 FILES_TABLE = "tracewh_files"  # table_name, path (absolute), run, size (its commit's)
 SNAPSHOT_TABLE = "tracewh_snapshot"
-FILES_FORMAT = 2  # 2: FILES_TABLE holds each file's run and size
+MARTS_TABLE = "tracewh_marts"  # mart, path (absolute), size: the marts current at the snapshot
+FILES_FORMAT = 3  # 2: FILES_TABLE holds each file's run and size; 3: MARTS_TABLE
 # The file is attached to an in-memory database of the command's own, not opened: DuckDB
 # shares a database opened twice in a process, and its settings with it (`confine`'s).
 CATALOG = "tracewh"
@@ -190,8 +197,44 @@ def _over_runs(connection, root, versions, runs, names):
     # of the file left as it is reads no file: only those allowed can be opened
     reached = names_reached(*names)
     _define_tables(connection, root, [table for table in versions if table in reached], files)
-    confine(connection, [path for paths in files.values() for path in paths])
+    marts = _checked_marts(connection, root, reached)
+    _define_marts(connection, marts, runs)
+    confine(connection, [path for paths in (*files.values(), *marts.values()) for path in paths])
     return connection
+
+
+def _checked_marts(connection, root, reached):
+    """{mart: [path]} of the marts the file records as current at its snapshot whose views
+    are among `reached`, each file checked to be on disk with the size its commit recorded
+    (a mart with a file gone or changed is not read: its view's SQL answers)."""
+    marts = {}
+    for mart, path, size in connection.execute(
+            f"SELECT mart, path, size FROM {MARTS_TABLE} WHERE list_contains(?, mart) "
+            "ORDER BY mart, path", [sorted(reached)]).fetchall():
+        marts.setdefault(mart, []).append((path, size))
+    return {mart: [path for path, _ in files] for mart, files in marts.items()
+            if mart.isidentifier() and all(_has_size(path, size) for path, size in files)}
+
+
+def _has_size(path, size):
+    try:
+        return os.stat(path).st_size == size
+    except FileNotFoundError:
+        return False
+
+
+def _define_marts(connection, marts, runs):
+    """Replace the file's view of each mart, for this connection, by a TEMP view over its
+    mart's rows of `runs`: the views reading it read them too (TEMP views come first)."""
+    columns = {}
+    for view, column, type_ in connection.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE "
+            "database_name = current_database() AND schema_name = 'main' "
+            "AND list_contains(?, table_name) ORDER BY column_index", [sorted(marts)]).fetchall():
+        columns.setdefault(view, []).append((column, type_))
+    for mart, paths in marts.items():
+        connection.execute(f"SET VARIABLE {mart_files_variable(mart)} = ?", [paths])
+        connection.execute(mart_view_sql(mart, columns[mart], True, runs, temporary=True))
 
 
 def _checked_files(connection, root, runs):

@@ -60,16 +60,22 @@ def no_rows(columns):
     return f"SELECT {', '.join(typed)} WHERE false"
 
 
-def mart_view_sql(name, columns, has_files):
+def mart_view_sql(name, columns, has_files, runs=None, temporary=False):
     """The view `name` over its mart's files in variable `mart_files_variable(name)`, with the
     view's (name, DuckDB type) `columns` in its order: the files hold the marts' three
-    columns more, which the view leaves out."""
+    columns more, which the view leaves out. With `runs`, of their rows only (a connection
+    over some runs: the files hold every run's, and their `run` statistics let DuckDB skip
+    the others' row groups); `temporary`, a TEMP view (first in DuckDB's search path, for the
+    views of an attached catalog too)."""
+    kind = f"{'TEMP' if temporary else 'OR REPLACE'} VIEW"
     if not has_files:
-        return f"CREATE OR REPLACE VIEW {name} AS {no_rows(columns)}"
+        return f"CREATE {kind} {name} AS {no_rows(columns)}"
     select = ", ".join(f"CAST({_quote(column)} AS {type_}) AS {_quote(column)}"
                        for column, type_ in columns)
-    return (f"CREATE OR REPLACE VIEW {name} AS SELECT {select} FROM read_parquet("
-            f"getvariable('{mart_files_variable(name)}'), hive_partitioning = false)")
+    where = ("" if runs is None else
+             f" WHERE run IN ({', '.join(map(sql_string, sorted(runs))) or 'NULL'})")
+    return (f"CREATE {kind} {name} AS SELECT {select} FROM read_parquet("
+            f"getvariable('{mart_files_variable(name)}'), hive_partitioning = false){where}")
 
 
 def scan_select(table, files, options=""):

@@ -129,8 +129,6 @@ SECTIONS = ("startup", "fleet", "refresh", "ingest", "decode", "scale", "views",
             "critpath", "memory", "huge", "ray")
 # A view over 64 ranks still running after this many seconds is interrupted (fleet64).
 FLEET64_LIMIT = 60
-# The views of the job's critical path, which read the critical_path mart where it is current.
-PATH_VIEWS = ("critical_path", "critical_path_breakdown", "critical_path_by_name")
 DLRM = SHARED / "traces" / "param-dlrm-8rank"
 # The ray section's ranks: the 8 DLRM ones, then DeepSeek-shaped ones (train.json repeated
 # RAY_COPIES times) up to RAY_RANKS: 64, as the issue asks (~10 min on 2 loaded cores; fewer
@@ -404,13 +402,14 @@ def fan_out(warehouse, ranks):
 
 
 def bench_every_view(warehouse, label="the one rank ingested", goal=2.0, limit=None,
-                     views=None):
-    """Every public view over the run (or `views`, read from their marts where current), as
-    a user would ask it (count(*), the run named): the call tree, the launches' ops and the
-    ancestors are stored at ingest (call_tree, kernel_ops, call_ancestors), so no view
-    rebuilds them. A view still running after `limit` seconds is interrupted and printed as
-    over it."""
-    connection = Warehouse(warehouse).connect(marts=views is not None)
+                     views=None, marts=False):
+    """Every public view over the run (or `views`), as a user would ask it (count(*), the
+    run named): the call tree, the launches' ops and the ancestors are stored at ingest
+    (call_tree, kernel_ops, call_ancestors), so no view rebuilds them; with `marts`, on a
+    connection over the run that reads the marts current for it, as `tracewh query` does. A
+    view still running after `limit` seconds is interrupted and printed as over it."""
+    connection = (Warehouse(warehouse).connect_to_runs(["bench"]) if marts
+                  else Warehouse(warehouse).connect(marts=False))
     views = views or [name for name, text in published_modules().items()
                       if "CREATE OR REPLACE MACRO" not in text]
     print(f"\n== every public view over {label}, "
@@ -451,15 +450,14 @@ def bench_fleet64(directory, trace):
     try:
         measure_ingest(trace, warehouse)
         events = fan_out(warehouse, 64)
-        bench_every_view(warehouse, f"64 ranks of {trace.name}, {events:,} events", goal=20.0,
-                         limit=FLEET64_LIMIT)
-        # the job's critical path is stored by the refresh (the critical_path mart), which
-        # the copies of the files did not run
+        # the marts (the job's critical path, graph_replay_kernels, ...) are made by the
+        # refresh, which the copies of the files did not run
         started = time.perf_counter()
         refresh_derived(Catalog(warehouse))
         print(f"\nrefresh of every mart over the 64 ranks: {time.perf_counter() - started:.1f} s")
-        bench_every_view(warehouse, "the 64 ranks, as the critical_path mart answers them",
-                         goal=20.0, limit=FLEET64_LIMIT, views=PATH_VIEWS)
+        bench_every_view(warehouse, f"64 ranks of {trace.name}, {events:,} events, as "
+                         "`tracewh query` asks them (the current marts read)", goal=20.0,
+                         limit=FLEET64_LIMIT, marts=True)
     finally:
         shutil.rmtree(warehouse, ignore_errors=True)
 

@@ -68,6 +68,17 @@ def test_a_question_about_a_run_reads_its_view_s_mart(warehouse, view, run):
         assert wh.query(sql) == [expected]
 
 
+def test_a_connection_over_some_runs_for_any_question_reads_every_current_mart(warehouse):
+    """Without the names a question reads (a notebook's connection over some runs), every
+    mart current at the snapshot is read, not the views' SQL."""
+    with tracewh.open(warehouse) as wh, wh.connect_to_runs(["pair"]) as connection:
+        assert set(marts_read(connection)) >= {"critical_path", "overlap", "kernel_stats"}
+        assert connection.execute(
+            "SELECT * FROM critical_path_breakdown ORDER BY ALL").fetchall() == computed(
+                warehouse, "SELECT * FROM critical_path_breakdown WHERE run = 'pair' "
+                "ORDER BY ALL")[1]
+
+
 def test_a_connection_over_some_runs_sees_their_mart_rows_only(warehouse):
     with connect_prepared(warehouse, {"pair"}, ["critical_path"]) as prepared:
         assert marts_read(prepared)["critical_path"]

@@ -114,7 +114,7 @@ def connect_prepared(root, runs, reads=None, versions=None):
     connection, versions = opened
     with _closed_on_error(connection):
         return _over_runs(connection, root, versions, set(runs),
-                          set(versions) if reads is None else set(reads))
+                          None if reads is None else set(reads))
 
 
 @contextlib.contextmanager
@@ -189,14 +189,15 @@ def _attached(database):
 
 def _over_runs(connection, root, versions, runs, names):
     """`connection`, its tables reading the files of `runs` only (of the tables `names`
-    read), confined to them."""
+    read; None: every table, and every mart), confined to them."""
     root = root.resolve()
     files = _checked_files(connection, root, runs)
     connection.execute("SET enable_progress_bar = false")  # it would mix into output
     # the tables the statements read, through every view (binding one costs ~6 ms); a view
     # of the file left as it is reads no file: only those allowed can be opened
-    reached = names_reached(*names)
-    _define_tables(connection, root, [table for table in versions if table in reached], files)
+    reached = None if names is None else names_reached(*names)
+    _define_tables(connection, root,
+                   [table for table in versions if reached is None or table in reached], files)
     marts = _checked_marts(connection, root, reached)
     _define_marts(connection, marts, runs)
     confine(connection, [path for paths in (*files.values(), *marts.values()) for path in paths])
@@ -205,12 +206,13 @@ def _over_runs(connection, root, versions, runs, names):
 
 def _checked_marts(connection, root, reached):
     """{mart: [path]} of the marts the file records as current at its snapshot whose views
-    are among `reached`, each file checked to be on disk with the size its commit recorded
-    (a mart with a file gone or changed is not read: its view's SQL answers)."""
+    are among `reached` (None: all), each file checked to be on disk with the size its commit
+    recorded (a mart with a file gone or changed is not read: its view's SQL answers)."""
     marts = {}
     for mart, path, size in connection.execute(
-            f"SELECT mart, path, size FROM {MARTS_TABLE} WHERE list_contains(?, mart) "
-            "ORDER BY mart, path", [sorted(reached)]).fetchall():
+            f"SELECT mart, path, size FROM {MARTS_TABLE} "
+            "WHERE ? IS NULL OR list_contains(?, mart) ORDER BY mart, path",
+            [None if reached is None else True, sorted(reached or ())]).fetchall():
         marts.setdefault(mart, []).append((path, size))
     return {mart: [path for path, _ in files] for mart, files in marts.items()
             if mart.isidentifier() and all(_has_size(path, size) for path, size in files)}

@@ -73,6 +73,11 @@ def test_a_connection_over_some_runs_for_any_question_reads_every_current_mart(w
     mart current at the snapshot is read, not the views' SQL."""
     with tracewh.open(warehouse) as wh, wh.connect_to_runs(["pair"]) as connection:
         assert set(marts_read(connection)) >= {"critical_path", "overlap", "kernel_stats"}
+        # no run replays a graph: its mart has no file, and its view answers no row at once
+        assert connection.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'graph_replay_kernels' "
+            "AND temporary").fetchone()[0].rstrip(";").endswith("WHERE false")
+        assert connection.execute("SELECT count(*) FROM graph_replay_kernels").fetchone() == (0,)
         assert connection.execute(
             "SELECT * FROM critical_path_breakdown ORDER BY ALL").fetchall() == computed(
                 warehouse, "SELECT * FROM critical_path_breakdown WHERE run = 'pair' "

@@ -105,8 +105,11 @@ def _write_over_copies(catalog, snapshot, rules, target):
 
 def _record_snapshot(connection, snapshot, shape, marts):
     """Record the snapshot the file is of, and the files of its current `marts` ({mart:
-    [(path, size)]}: those of the file it was copied from are of an older snapshot)."""
-    rows = [(mart, path, size) for mart, files in marts.items() for path, size in files]
+    [(path, size)]}: those of the file it was copied from are of an older snapshot). A mart
+    without files (no run has its rows: no graph replay anywhere) is recorded by a row of
+    NULL path, so its view answers no row at once rather than its SQL finding none."""
+    rows = [(mart, path, size) for mart, files in marts.items()
+            for path, size in files or [(None, None)]]
     recorded = pa.table({name: list(column) for name, column in
                          zip(("mart", "path", "size"), zip(*rows) if rows else ((), (), ()))},
                         schema=pa.schema([("mart", pa.string()), ("path", pa.string()),

@@ -207,13 +207,16 @@ def _over_runs(connection, root, versions, runs, names):
 def _checked_marts(connection, root, reached):
     """{mart: [path]} of the marts the file records as current at its snapshot whose views
     are among `reached` (None: all), each file checked to be on disk with the size its commit
-    recorded (a mart with a file gone or changed is not read: its view's SQL answers)."""
+    recorded (a mart with a file gone or changed is not read: its view's SQL answers; one
+    recorded with a NULL path has no file: no row)."""
     marts = {}
     for mart, path, size in connection.execute(
             f"SELECT mart, path, size FROM {MARTS_TABLE} "
             "WHERE ? IS NULL OR list_contains(?, mart) ORDER BY mart, path",
             [None if reached is None else True, sorted(reached or ())]).fetchall():
-        marts.setdefault(mart, []).append((path, size))
+        files = marts.setdefault(mart, [])
+        if path is not None:
+            files.append((path, size))
     return {mart: [path for path, _ in files] for mart, files in marts.items()
             if mart.isidentifier() and all(_has_size(path, size) for path, size in files)}
 
@@ -235,8 +238,10 @@ def _define_marts(connection, marts, runs):
             "AND list_contains(?, table_name) ORDER BY column_index", [sorted(marts)]).fetchall():
         columns.setdefault(view, []).append((column, type_))
     for mart, paths in marts.items():
-        connection.execute(f"SET VARIABLE {mart_files_variable(mart)} = ?", [paths])
-        connection.execute(mart_view_sql(mart, columns[mart], True, runs, temporary=True))
+        if paths:
+            connection.execute(f"SET VARIABLE {mart_files_variable(mart)} = ?", [paths])
+        connection.execute(mart_view_sql(mart, columns[mart], bool(paths), runs,
+                                         temporary=True))
 
 
 def _checked_files(connection, root, runs):

@@ -195,7 +195,8 @@ def test_union_formula_matches_reference(comm, compute):
         connection.executemany("INSERT INTO _overlap_intervals VALUES ('r', 'p', 0, 'rank', "
                                "NULL, NULL, NULL, NULL, NULL, ?, ?, ?)", rows)
     connection.execute(library()["_overlap_lengths"][1])
-    result = connection.execute("SELECT first_ns, second_ns, first_ns + second_ns - union_ns FROM _overlap_lengths") \
+    result = connection.execute("SELECT first_ns, second_ns, first_ns + second_ns - union_ns "
+                                "FROM _overlap_lengths") \
         .fetchall()
     first = [(s, s + d) for s, d in comm]
     second = [(s, s + d) for s, d in compute]

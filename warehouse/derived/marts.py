@@ -196,9 +196,9 @@ def mart_listing(root, names):
     listing = {}
     for name in names:
         path = mart_path(root, name)
-        actions = delta.add_actions(path, delta.latest_version(path))
-        listing[name] = list(zip([f"{path}/{file}" for file in actions["path"].to_pylist()],
-                                 actions["size_bytes"].to_pylist()))
+        version = delta.latest_version(path)
+        listing[name] = list(zip(delta.live_paths(path, version),
+                                 delta.live_sizes(path, version)))
     return listing
 
 

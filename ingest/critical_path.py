@@ -10,7 +10,8 @@ critical_path_analysis.py), written here with numpy and one linear pass:
 
 - window: a step is a ProfilerStep#N with a duration (a trace without one is one window over
   the whole capture, step NULL); its host events are those starting in [start, end] with a
-  positive duration, its GPU work (kernel, gpu_memcpy, gpu_memset) that whose launch (the
+  positive duration, its GPU work (kernel, gpu_memcpy, gpu_memset, and MTIA's
+  mtia_ccp_events, launched by mtia_runtime calls) that whose launch (the
   runtime call of the trace with its correlation id, not 0: the earliest, then the first in
   the file) is one of them;
 - nodes: a start and an end for each host node event (cpu_op events of cpu_ops, every runtime
@@ -20,7 +21,13 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   one is inside the last open one not ended by its start. A top-level event is a chain
   start -> each child's start and end (recursively) -> its end, each edge weighing the time
   between its ends, but the edge into the end of a blocking call (BLOCKING) weighs 0; the end
-  of a top-level event links to the start of the next on the thread with weight 0;
+  of a top-level event links to the start of the next on the thread with weight 0; no such
+  edge joins two calls that take the runtime's lock (LOCKING) but from one's end to the
+  other's start;
+- the lock chain across threads (HTA >= 0.6): the LOCKING calls hold the runtime's lock in
+  turn, in the order they end; each call's span is an edge from its start to the end that
+  follows it when no other call ends between, and a call whose start precedes another's end
+  waits for that end (weight 0), as consecutive ends follow each other (see _lock_edges);
 - GPU edges, per (device, stream), work in start order: start -> end; then from the launch's
   start to the work's start (the launch delay) when the stream's queue held nothing else at
   the launch and at the start (HTA's queue length: +1 at each launch by a LAUNCHES call, -1
@@ -58,9 +65,10 @@ critical_path_analysis.py), written here with numpy and one linear pass:
   path across ranks (the critical_path view) joins at a collective: the work of the rank
   that arrived last, up to its arrival.
 
-Where tracewh differs from HTA, on purpose: communication is tracewh's class (DeepEP, RCCL,
-symmetric memory count; HTA matches `^nccl.*Kernel` only), times are integer ns (HTA rounds
-to us), CPU-only traces get their CPU path (HTA fails).
+The rules are HTA 0.6.1's. Where tracewh differs from HTA, on purpose: communication is
+tracewh's class (DeepEP, RCCL, symmetric memory count; HTA matches `^nccl.*Kernel` only),
+times are integer ns (HTA rounds to us), CPU-only traces get their CPU path and MTIA traces
+theirs with the device's work (HTA fails on both), graph launches connect to their work.
 """
 
 import json
@@ -73,7 +81,7 @@ from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
 from .ops import _array, _codes
-from .steps import _steps
+from .steps import WORK_CATEGORIES, _steps
 from .summaries import contiguous, default_class
 from .writer import read_staged
 
@@ -86,7 +94,12 @@ LAUNCHES = frozenset((
 BLOCKING = frozenset((
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
     "cudaMemcpy", "cudaMemcpyAsync"))
-WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+# Calls that take the CUDA runtime's lock (HTA >= 0.6's CUDA_RUNTIME_EVENTS): one at a time
+# across the threads, in the order they end (the lock chain).
+LOCKING = frozenset(("cudaLaunchKernel", "cudaMemcpyAsync", "cudaHostAlloc"))
+# A gap between two pieces of work on a stream at least this long is no kernel-kernel delay
+# (HTA >= 0.6: a dependency tracewh cannot see, not overhead), ns.
+GAP_LIMIT_NS = 1_500_000
 # Host events that load data (HTA >= 0.6's data_load_events, regular expressions searched in
 # the name; HTA takes them from its caller, tracewh names PyTorch's DataLoader annotation and
 # the annotations HTA's authors pass themselves): each is a node of the graph whatever its
@@ -103,8 +116,11 @@ CONTEXT_SYNC, STREAM_SYNC, EVENT_SYNC, STREAM_WAIT = range(4)
 
 # Edge kinds: time spent in an event, a zero-weight link between top-level events, a launch
 # delay, a kernel-kernel delay, a zero-weight span (into a blocking call's end), a
-# zero-weight synchronisation (GPU work's end -> the waiting call's end or work's start).
-SPAN, LINK, LAUNCH, GAP, WAIT, SYNC = range(6)
+# zero-weight synchronisation (GPU work's end -> the waiting call's end or work's start), a
+# zero-weight wait for the runtime's lock (a call's start or end -> the end of the call that
+# held the lock then).
+SPAN, LINK, LAUNCH, GAP, WAIT, SYNC, LOCK = range(7)
+ZERO_WEIGHT = (LINK, WAIT, SYNC, LOCK)
 KIND_CLASS = {LAUNCH: "gpu_kernel_launch_overhead", GAP: "gpu_kernel_kernel_overhead"}
 
 # The staged columns path_table reads.
@@ -184,8 +200,9 @@ class _Host:
         self.index = index[order]
         names = contiguous(column("name")).filter(pa.array(keep)).take(pa.array(order))
         self.names = np.asarray(names.to_pylist(), dtype=object)
-        self.blocking = np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(BLOCKING))),
-                                                False), bool)
+        self.blocking, self.locking = (
+            np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(calls))), False), bool)
+            for calls in (BLOCKING, LOCKING))
         self.loads_data = np.asarray(_loads_data(names, data_loading), bool)
         launches = pc.fill_null(pc.is_in(names, pa.array(sorted(LAUNCHES))), False)
         self.queues = np.asarray(launches, bool)
@@ -201,8 +218,9 @@ class _Work:
     (a row of _Host), the queue length at the launch and at its start, its class."""
 
     def __init__(self, kernels, kernel_names, host):
-        kernels = kernels.filter(pc.and_(pc.is_in(kernels["category"], pa.array(WORK)),
-                                         pc.is_valid(kernels["dur_ns"])))
+        kernels = kernels.filter(pc.and_(
+            pc.is_in(kernels["category"], pa.array(WORK_CATEGORIES)),
+            pc.is_valid(kernels["dur_ns"])))
         launch = _launches(host, _array(kernels["correlation"]))
         keep = launch >= 0
         ts = _array(kernels["ts_ns"])[keep]
@@ -405,6 +423,7 @@ class _Graph:
         self.launch_node = 2 * np.searchsorted(self.rows, work.launch[self.work_rows])
         self.base = 2 * len(self.rows)
         self.edges = []  # arrays of rows (src, dst, kind, attributed event)
+        self._lock_chain()
         self._call_stacks()
         self._gpu()
         self.times = np.concatenate([
@@ -413,11 +432,20 @@ class _Graph:
                      axis=1).reshape(-1)])
         self.size = len(self.times)
 
+    def _lock_chain(self):
+        """The runtime's lock across threads (see _lock_edges)."""
+        host, rows = self.host, self.rows
+        calls = np.flatnonzero(host.locking[rows])
+        if len(calls):
+            self.edges.append(_lock_edges(calls, host.ts[rows[calls]], host.end[rows[calls]],
+                                          host.index[rows[calls]]))
+
     def _call_stacks(self):
         """Each thread's chains of nested events (see the module's docstring)."""
         host = self.host
         self.edges.append(_call_stack_edges(host.thread[self.rows], host.ts[self.rows],
-                                            host.end[self.rows], host.blocking[self.rows]))
+                                            host.end[self.rows], host.blocking[self.rows],
+                                            host.locking[self.rows]))
 
     def _gpu(self):
         """The GPU work's spans, launch delays, kernel-kernel delays and synchronisations,
@@ -428,7 +456,7 @@ class _Graph:
         streams = work.stream[rows].tolist()
         at_launch = work.queue_at_launch[rows].tolist()
         at_start = work.queue_at_start[rows].tolist()
-        ends = work.end[rows].tolist()
+        ends, work_ts = work.end[rows].tolist(), work.ts[rows].tolist()
         calls = _positions(self.rows, syncs.call)
         in_window = np.flatnonzero(calls >= 0)
         sources, targets = _positions(rows, syncs.source), _positions(rows, syncs.target)
@@ -470,7 +498,8 @@ class _Graph:
                     and (source is None or ends[source] < launch_ts[j])):
                 launch = int(self.launch_node[j])  # a graph's: attributed to its launch
                 edges.append((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
-            elif previous is not None and (source is None or ends[source] < ends[previous]):
+            elif (previous is not None and work_ts[j] - ends[previous] < GAP_LIMIT_NS
+                  and (source is None or ends[source] < ends[previous])):
                 edges.append((base + 2 * previous + 1, node, GAP, base // 2 + previous))
             last[streams[j]] = j
         self.edges.append(np.asarray(edges, np.int64).reshape(-1, 4))
@@ -481,7 +510,7 @@ class _Graph:
         event); `seq` restarts at 0 with each segment."""
         self.src, self.dst, self.kind, self.attributed = src, dst, kind, _ = np.concatenate(
             self.edges).T
-        self.weight = np.where((kind == LINK) | (kind == WAIT) | (kind == SYNC), 0,
+        self.weight = np.where(np.isin(kind, ZERO_WEIGHT), 0,
                                self.times[dst] - self.times[src]) if len(src) else src
         via, end = _best_edges(self.size, src, dst, self.weight)
         parts = [(_walk(via, src, end), None)]
@@ -490,7 +519,7 @@ class _Graph:
             == "gpu_communication_bound"
         for node in src[comm].tolist():
             parts.append((_walk(via, src, node, stop=comm), node))
-        rows = [self._rows(edges[(kind[edges] != LINK) & (kind[edges] != SYNC)], node)
+        rows = [self._rows(edges[~np.isin(kind[edges], (LINK, SYNC, LOCK))], node)
                 for edges, node in parts]
         return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
 
@@ -542,36 +571,64 @@ def _walk(via, src, node, stop=None):
     return np.asarray(path[::-1], np.int64)
 
 
-def _call_stack_edges(thread, start, end, blocking):
+def _lock_edges(events, start, end, index):
+    """The lock chain's edges, rows (src, dst, kind, attributed event), of the calls that take
+    the runtime's lock (`events`: their rows in a window, node 2e their start, 2e+1 their
+    end; their starts, ends and event indices), as HTA's _construct_graph_from_cuda_runtime_
+    events: the starts and ends in time order (then event order); each end takes the starts
+    since the previous end, the latest first (its own: the call's span; another call's: that
+    call waited for the lock, weight 0), then, right after an end, comes from it (weight 0).
+    HTA's loop in numpy (the test has the loop as the reference)."""
+    nodes = np.concatenate([2 * events, 2 * events + 1])
+    nodes = nodes[np.lexsort((np.tile(index, 2), np.concatenate([start, end])))]
+    ends = np.flatnonzero(nodes % 2 == 1)
+    starts = np.flatnonzero(nodes % 2 == 0)
+    into = ends[np.searchsorted(ends, starts)]  # the end that takes each start
+    taken = np.lexsort((-starts, into))
+    src, dst = nodes[starts[taken]], nodes[into[taken]]
+    own = dst == src + 1
+    follows = ends[1:][ends[1:] - 1 == ends[:-1]]  # ends right after an end
+    edges = np.concatenate([
+        np.stack([src, dst, np.where(own, SPAN, LOCK), np.where(own, src // 2, -1)], 1),
+        np.stack([nodes[follows - 1], nodes[follows], np.full(len(follows), LOCK),
+                  np.full(len(follows), -1)], 1)])
+    return edges[np.argsort(np.concatenate([into[taken], follows]), kind="stable")]
+
+
+def _call_stack_edges(thread, start, end, blocking, locking):
     """The call-stack edges, rows (src, dst, kind, attributed event), of host events in the
-    order of _Host (int64 thread codes, starts and ends, bool blocking): by the native core
-    when it is available (its per-event loop in Python was ~1.7 s of the 254 MB trace's
-    ingest), else by the reference."""
+    order of _Host (int64 thread codes, starts and ends, bool blocking and locking): by the
+    native core when it is available (its per-event loop in Python was ~1.7 s of the 254 MB
+    trace's ingest), else by the reference."""
     if native_available():
         columns = [np.ascontiguousarray(values, np.int64).tobytes()
                    for values in (thread, start, end)]
-        edges = _decode.call_stack_edges_of(*columns, np.asarray(blocking, np.uint8).tobytes())
+        flags = [np.asarray(values, np.uint8).tobytes() for values in (blocking, locking)]
+        edges = _decode.call_stack_edges_of(*columns, *flags)
         return np.stack([np.frombuffer(column, np.int64) for column in edges], axis=1)
-    return _call_stack_edges_reference(thread, start, end, blocking)
+    return _call_stack_edges_reference(thread, start, end, blocking, locking)
 
 
-def _call_stack_edges_reference(thread, start, end, blocking):
+def _call_stack_edges_reference(thread, start, end, blocking, locking):
     """`_call_stack_edges` in Python, the reference the native one is tested against: per
     thread, an event is inside the last open one not ended by its start; a top-level event
     is a chain start -> each child's start and end -> its end (the edge into a blocking
     call's end a WAIT), and its end links to the next top-level event's start. An edge is
     attributed to the event whose start it leaves, else to the one whose end it enters,
-    else to the enclosing event."""
+    else to the enclosing event. An edge between two calls that take the runtime's lock
+    (`locking`) is left to the lock chain (_lock_edges) unless it goes from one's end to
+    the other's start (HTA's _shares_cuda_runtime_lock)."""
     threads, ends = thread.tolist(), end.tolist()
-    starts, blocking = start.tolist(), blocking.tolist()
+    starts, blocking, locking = start.tolist(), blocking.tolist(), locking.tolist()
     edges = []
     edge = edges.append
 
     def close(stack, last):
         # the edge into the innermost open event's end; (new last node, top-level end)
         i = stack.pop()
-        edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
-              last // 2 if last % 2 == 0 else i))
+        if not (locking[i] and locking[last // 2]):
+            edge((last, 2 * i + 1, WAIT if blocking[i] else SPAN,
+                  last // 2 if last % 2 == 0 else i))
         return (2 * i + 1, None) if stack else (None, 2 * i + 1)
 
     stack, last, top_end, current = [], None, None, None
@@ -584,7 +641,7 @@ def _call_stack_edges_reference(thread, start, end, blocking):
             last, top_end = close(stack, last)
         if not stack and top_end is not None:
             edge((top_end, 2 * i, LINK, -1))
-        if last is not None:
+        if last is not None and not (locking[i] and locking[last // 2] and last % 2 == 0):
             edge((last, 2 * i, SPAN, last // 2 if last % 2 == 0 else stack[-1]))
         stack.append(i)
         last = 2 * i

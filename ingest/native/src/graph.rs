@@ -2,7 +2,8 @@
 //! ingest/critical_path.py, the Python reference it is tested against, step for step (the
 //! same topological order, the same ties), as the per-node loop costs ~1 s of the 254 MB
 //! trace's ingest in Python; `call_stack_edges`, the call-stack pass that builds most of the
-//! graph's edges, as `_call_stack_edges_reference` does.
+//! graph's edges, as `_call_stack_edges_reference` does (but the edges between two calls that
+//! take the runtime's lock, which the lock chain gives).
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -87,18 +88,25 @@ const WAIT: i64 = 4;
 
 /// The call-stack edges of a window's host events, `_call_stack_edges_reference` of
 /// ingest/critical_path.py step for step (the same edges in the same order): event i (rows
-/// ordered by thread, start, longer first) has nodes 2i (start) and 2i+1 (end). Returns the
-/// columns (src, dst, kind, attributed event); None when the columns' lengths differ.
+/// ordered by thread, start, longer first) has nodes 2i (start) and 2i+1 (end); an edge
+/// between two `locking` calls is left out but from one's end to the other's start. Returns
+/// the columns (src, dst, kind, attributed event); None when the columns' lengths differ.
 pub fn call_stack_edges(
     threads: &[i64],
     starts: &[i64],
     ends: &[i64],
     blocking: &[u8],
+    locking: &[u8],
 ) -> Option<[Vec<i64>; 4]> {
     let size = threads.len();
-    if starts.len() != size || ends.len() != size || blocking.len() != size {
+    if [starts.len(), ends.len(), blocking.len(), locking.len()] != [size; 4] {
         return None;
     }
+    // Whether the edge from `node` to event `i`'s start (`into_end` false) or end is the
+    // lock chain's: both calls take the lock, and it does not go from an end to a start.
+    let locked = |node: i64, i: usize, into_end: bool| {
+        locking[i] != 0 && locking[(node / 2) as usize] != 0 && (into_end || node % 2 == 0)
+    };
     let mut edges: [Vec<i64>; 4] = std::array::from_fn(|_| Vec::with_capacity(3 * size));
     let mut push = |src: i64, dst: i64, kind: i64, event: i64| {
         for (column, value) in edges.iter_mut().zip([src, dst, kind, event]) {
@@ -113,7 +121,9 @@ pub fn call_stack_edges(
         let i = stack.pop().unwrap_or_default();
         let event = if last % 2 == 0 { last / 2 } else { i as i64 };
         let kind = if blocking[i] != 0 { WAIT } else { SPAN };
-        push(last, 2 * i as i64 + 1, kind, event);
+        if !locked(last, i, true) {
+            push(last, 2 * i as i64 + 1, kind, event);
+        }
         if stack.is_empty() {
             (None, Some(2 * i as i64 + 1))
         } else {
@@ -136,7 +146,7 @@ pub fn call_stack_edges(
         if let (true, Some(end)) = (stack.is_empty(), top_end) {
             push(end, 2 * i as i64, LINK, -1);
         }
-        if let Some(node) = last {
+        if let Some(node) = last.filter(|&node| !locked(node, i, false)) {
             let event = if node % 2 == 0 {
                 node / 2
             } else {
@@ -154,8 +164,8 @@ pub fn call_stack_edges(
 }
 
 /// (src, dst, kind, attributed event), each int64 bytes, of the call-stack edges of host
-/// events given as thread codes, starts and ends (int64 bytes) and blocking flags (a byte
-/// each), as ingest/critical_path.py's `_call_stack_edges_reference`.
+/// events given as thread codes, starts and ends (int64 bytes) and blocking and locking
+/// flags (a byte each), as ingest/critical_path.py's `_call_stack_edges_reference`.
 #[pyfunction]
 pub fn call_stack_edges_of<'py>(
     py: Python<'py>,
@@ -163,15 +173,17 @@ pub fn call_stack_edges_of<'py>(
     starts: &Bound<'py, PyBytes>,
     ends: &Bound<'py, PyBytes>,
     blocking: &Bound<'py, PyBytes>,
+    locking: &Bound<'py, PyBytes>,
 ) -> PyResult<[Bound<'py, PyBytes>; 4]> {
     let (threads, starts, ends) = (threads.as_bytes(), starts.as_bytes(), ends.as_bytes());
-    let blocking = blocking.as_bytes();
+    let (blocking, locking) = (blocking.as_bytes(), locking.as_bytes());
     let found = py.allow_threads(|| {
         call_stack_edges(
             &super::int64s(threads),
             &super::int64s(starts),
             &super::int64s(ends),
             blocking,
+            locking,
         )
     });
     let edges = found.ok_or_else(|| {

@@ -1,13 +1,15 @@
 """HTA's per-rank critical path breakdown of every ProfilerStep of one trace (the whole trace
 when it has none), as JSON: the reference figures of tests/data/critical_path/hta.toml.
 Regular expressions after the trace are HTA's data_load_events (HTA >= 0.6, which has the
-data_loading class; 0.6 is not on PyPI: install it from its repository's tag v0.6.1).
+data_loading class and the runtime-lock chain; the figures are 0.6.1's, which is not on
+PyPI: install it from its repository's tag v0.6.1).
 
-Run it with HolisticTraceAnalysis in its own environment, never tracewh's:
+Run it with HolisticTraceAnalysis in its own environment, never tracewh's (0.6.1 from a
+checkout of the tag; the bench's timing installs 0.5.0 from PyPI, see bench/run.py):
 
-    python -m venv /tmp/hta && /tmp/hta/bin/pip install HolisticTraceAnalysis==0.5.0 \
-        "pandas<2.2" "numpy<2"
-    /tmp/hta/bin/python bench/hta_critical_path.py TRACE
+    python -m venv /tmp/hta && /tmp/hta/bin/pip install "pandas<3" "numpy<2.3" networkx \
+        plotly pydot psutil pyyaml && /tmp/hta/bin/pip install --no-deps ./HolisticTraceAnalysis
+    /tmp/hta/bin/python bench/hta_critical_path.py TRACE DataLoader data_loading copy_batch_to_gpu
 """
 
 import json

@@ -4,11 +4,14 @@
 -- described in ingest/critical_path.py). Nodes are the starts and ends of cpu_op events,
 -- runtime calls and the GPU work they launched; edges follow each thread's call stack, each
 -- kernel's run, the launch delay of a kernel launched onto an empty stream, and the gap
--- since the previous kernel on its stream otherwise, the syncs' zero-weight edges, and the
+-- since the previous kernel on its stream otherwise (under 1.5 ms), the runtime-lock chain
+-- across threads (cudaLaunchKernel, cudaMemcpyAsync, cudaHostAlloc in the order they end),
+-- the syncs' zero-weight edges, and the
 -- launch delay of a graph launch's first kernel on each stream. The zero-weight links between a
 -- thread's top-level events are not rows, so consecutive rows may leave a gap.
 -- Communication is tracewh's class under the default kernel rules (HTA's: `^nccl.*Kernel`
--- only). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
+-- only). MTIA's device work (mtia_ccp_events, launched by mtia_runtime calls) is GPU work
+-- here; HTA fails on MTIA traces, as on CPU-only ones (see docs/critical-path.md). A trace without ProfilerStep#N has one path over its whole capture (step NULL).
 --
 -- The table also holds each communication kernel's segment (`segment_of`, what the job's
 -- path across ranks joins: see critical_path); this view keeps the step's path only.
@@ -30,7 +33,7 @@
 --                      a graph launch's: its cudaGraphLaunch or hipGraphLaunch call)
 --   event_table        its table: cpu_ops, runtime or kernels
 --   event_id           its event_index in that table
---   hta_bound_by       the class HTA 0.5 gives the edge where it differs from bound_by:
+--   hta_bound_by       the class HTA gives the edge where it differs from bound_by:
 --                      gpu_compute_bound for a kernel tracewh counts as communication whose
 --                      name HTA does not (`^nccl.*Kernel`: DeepEP, RCCL, symmetric memory);
 --                      NULL for the launch delay of a graph launch (cudaGraphLaunch,

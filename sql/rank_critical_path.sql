@@ -16,7 +16,7 @@
 -- The table also holds each communication kernel's segment (`segment_of`, what the job's
 -- path across ranks joins: see critical_path); this view keeps the step's path only.
 --
--- Reads: critical_path_edges
+-- Reads: critical_path_edges, kernel_names
 --
 -- Columns:
 --   run, phase, rank   partition
@@ -37,14 +37,27 @@
 --                      gpu_compute_bound for a kernel tracewh counts as communication whose
 --                      name HTA does not (`^nccl.*Kernel`: DeepEP, RCCL, symmetric memory);
 --                      NULL for the launch delay of a graph launch (cudaGraphLaunch,
---                      hipGraphLaunch), which HTA leaves unconnected to its kernels; else
---                      bound_by
+--                      hipGraphLaunch), which HTA leaves unconnected to its kernels; NULL
+--                      on every edge of a trace HTA gives no path of: a CPU-only trace (no
+--                      kernel, gpu_memcpy or gpu_memset) or an MTIA trace (mtia_ccp_events),
+--                      on which HTA fails; else bound_by
 CREATE OR REPLACE VIEW rank_critical_path AS
-SELECT run, phase, rank, step, seq, bound_by, ns, start_ns, end_ns, name, event_table,
-       event_index AS event_id,
-       CASE WHEN bound_by = 'gpu_communication_bound'
-             AND NOT regexp_matches(name, '^nccl.*Kernel') THEN 'gpu_compute_bound'
-            WHEN bound_by = 'gpu_kernel_launch_overhead' AND event_table = 'runtime' THEN NULL
-            ELSE bound_by END AS hta_bound_by
-FROM critical_path_edges
-WHERE segment_of IS NULL;
+WITH hta_traces AS (  -- the traces HTA's critical path analysis does not fail on
+  SELECT run, phase, rank, trace_id
+  FROM kernel_names
+  GROUP BY run, phase, rank, trace_id
+  HAVING count(CASE WHEN category IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN 1 END) > 0
+     AND count(CASE WHEN category = 'mtia_ccp_events' THEN 1 END) = 0
+)
+SELECT e.run, e.phase, e.rank, e.step, e.seq, e.bound_by, e.ns, e.start_ns, e.end_ns, e.name,
+       e.event_table, e.event_index AS event_id,
+       CASE WHEN h.trace_id IS NULL THEN NULL
+            WHEN e.bound_by = 'gpu_communication_bound'
+             AND NOT regexp_matches(e.name, '^nccl.*Kernel') THEN 'gpu_compute_bound'
+            WHEN e.bound_by = 'gpu_kernel_launch_overhead' AND e.event_table = 'runtime'
+              THEN NULL
+            ELSE e.bound_by END AS hta_bound_by
+FROM critical_path_edges AS e
+LEFT JOIN hta_traces AS h
+  ON h.run = e.run AND h.phase = e.phase AND h.rank = e.rank AND h.trace_id = e.trace_id
+WHERE e.segment_of IS NULL;

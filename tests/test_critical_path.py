@@ -82,9 +82,11 @@ def _hta_rounded(table, base):
                             pc.cast(pc.subtract(end, start), pa.int64()))
 
 
-def test_path_rows_are_a_chain_in_time(tracewh, sql):
+def test_path_rows_are_a_chain_in_time(tracewh, sql, warehouse):
     """The stored path of DeepSeek's step runs forward in time, each edge's weight its
-    length (but blocking calls' ends), attributed to real events of the step's rank."""
+    length (but blocking calls' ends), attributed to real events of the step's rank. The
+    job's path of this one-rank run, stored without asking for its collectives' figures, is
+    the view's, which asks for them."""
     tracewh("ingest", require(SHARED / "deepseek-profile-data/train.json"), "--run", "r")
     rows = sql("SELECT * FROM rank_critical_path ORDER BY seq")
     assert [r["seq"] for r in rows] == list(range(len(rows)))
@@ -95,6 +97,9 @@ def test_path_rows_are_a_chain_in_time(tracewh, sql):
                   "ON k.event_index = p.event_id WHERE p.event_table = 'kernels' "
                   "AND p.name = k.name")
     assert kernels[0]["n"] == sum(r["event_table"] == "kernels" for r in rows) > 900
+    assert sql("SELECT count(*) AS n FROM critical_path_edges WHERE bound_by = "
+               "'gpu_communication_bound'")[0]["n"] > 0  # cuts the job's path turns at
+    _stored_path_is_the_view_s(warehouse)
     job = sql("SELECT * FROM critical_path ORDER BY seq")
     assert [(r["seq"], r["ns"], r["event_id"]) for r in job] == \
         [(r["seq"], r["ns"], r["event_id"]) for r in rows]
@@ -523,6 +528,8 @@ def test_a_cpu_only_trace_gets_its_host_path(tracewh, sql, tmp_path):
     assert {r["step"] for r in rows} == {step["name"]}
     assert {r["bound_by"] for r in rows} == {"cpu_bound", "data_loading"}
     assert sum(r["ns"] for r in rows) == max(busy.values()) * 1000 > 4_000_000
+    hta = sql("SELECT DISTINCT hta_bound_by FROM rank_critical_path WHERE run = 'cpu'")
+    assert hta == [{"hta_bound_by": None}]  # HTA gives no path of it
 
 
 def test_mtia_work_is_on_the_path_where_hta_fails(tracewh, sql, tmp_path):
@@ -531,8 +538,8 @@ def test_mtia_work_is_on_the_path_where_hta_fails(tracewh, sql, tmp_path):
     but gives no node (its graph has none for mtia_runtime), so HTA fails on MTIA traces
     (AssertionError: could not find runtime index). tracewh's path runs through the call,
     its launch delay and the device's work, with the names, streams and args of HTA's own
-    MTIA test trace (bundled); that trace's own path is its host's (its device work never
-    outlasts the host's chain), 248.8 ms."""
+    MTIA test trace (bundled), and hta_bound_by says HTA has none of it. That trace's own path
+    is its host's (its device work never outlasts the host's chain), 248.8 ms."""
     call = {"ph": "X", "cat": "mtia_runtime", "pid": 865, "tid": 1828, "ts": 110, "dur": 8,
             "name": "runFunction - job_prep_and_submit_for_execution",
             "args": {"correlation": 20200002, "device": 17, "stream_id": 101,
@@ -544,12 +551,12 @@ def test_mtia_work_is_on_the_path_where_hta_fails(tracewh, sql, tmp_path):
     trace = tmp_path / "mtia.json"
     trace.write_text(json.dumps({"traceEvents": [step, call, work]}))
     tracewh("ingest", trace, "--run", "mtia")
-    rows = sql("SELECT bound_by, ns, name, event_table FROM rank_critical_path "
+    rows = sql("SELECT bound_by, ns, name, event_table, hta_bound_by FROM rank_critical_path "
                "WHERE run = 'mtia' ORDER BY seq")
-    assert [(r["bound_by"], r["ns"], r["name"], r["event_table"]) for r in rows] == [
-        ("cpu_bound", 10_000, "predict", "cpu_ops"),
-        ("gpu_kernel_launch_overhead", 20_000, None, None),
-        ("gpu_compute_bound", 480_000, "remote", "kernels")]
+    assert [(r["bound_by"], r["ns"], r["name"], r["event_table"], r["hta_bound_by"])
+            for r in rows] == [("cpu_bound", 10_000, "predict", "cpu_ops", None),
+                               ("gpu_kernel_launch_overhead", 20_000, None, None, None),
+                               ("gpu_compute_bound", 480_000, "remote", "kernels", None)]
     tracewh("ingest", DATA / "hta" / "mtia_inference.json.gz", "--run", "real")
     real = sql("SELECT bound_by, sum(ns) AS ns FROM rank_critical_path WHERE run = 'real' "
                "GROUP BY ALL")

@@ -93,6 +93,27 @@ LEFT JOIN segments AS o
   ON o.trace_id = g.trace_id AND o.segment_key = g.cut_event
 """
 
+# The calls of a run whose phases have one rank each, in place of `_collective_matches`: there
+# every cut turns to the rank's own segment into its kernel, matched or not (the last rank
+# is the rank itself, its arrival the kernel's start: no wait), so the job's path needs no
+# call's figures, and the helper (~0.2-0.5 s of planning and work over _collective_kernels)
+# is not asked.
+NO_CALLS = """
+SELECT CAST(NULL AS VARCHAR) AS run, CAST(NULL AS VARCHAR) AS phase,
+       CAST(NULL AS INTEGER) AS rank, CAST(NULL AS VARCHAR) AS trace_id,
+       CAST(NULL AS BIGINT) AS event_index, CAST(NULL AS BIGINT) AS capture_group,
+       CAST(NULL AS VARCHAR) AS process_group, CAST(NULL AS BIGINT) AS seq,
+       CAST(NULL AS BOOLEAN) AS matched, CAST(NULL AS INTEGER) AS last_rank,
+       CAST(NULL AS BIGINT) AS last_start_ns
+LIMIT 0
+"""
+# Whether some run and phase on the connection has several ranks' paths.
+SEVERAL_RANKS = """
+SELECT count(*) FROM (
+  SELECT run, phase FROM critical_path_edges GROUP BY ALL HAVING count(DISTINCT rank) > 1
+)
+"""
+
 # The helper's CREATE VIEW, before its SELECT (which GROUPS reads as a subquery: a view
 # defined for it would be bound once more, ~0.1-0.4 s)
 MATCHES = "CREATE OR REPLACE VIEW _collective_matches AS"
@@ -158,8 +179,10 @@ def job_path_rows(connection, live=()):
     """The `critical_path` view's rows of the runs on `connection` (an Arrow table; its seq
     orders each step's path, the rows are in no order, as the view's); `live`: the live
     helpers of its library (see `library.live_helpers`)."""
-    helper = inlined_helper("_collective_matches", live)
-    matches = helper[helper.index(MATCHES) + len(MATCHES):].strip().rstrip(";")
+    matches = NO_CALLS
+    if connection.sql(SEVERAL_RANKS).fetchall()[0][0]:
+        helper = inlined_helper("_collective_matches", live)
+        matches = helper[helper.index(MATCHES) + len(MATCHES):].strip().rstrip(";")
     found = connection.sql(GROUPS.format(matches=matches)).to_arrow_table().to_pylist()
     groups = {}
     for row in found:

@@ -20,7 +20,8 @@ from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, DATA_LOADING, SYNC_
                                           _best_edges,
                                           _best_edges_reference,
                                           _call_stack_edges, _call_stack_edges_reference,
-                                          _lock_edges, _longest_path, _walk, path_table,
+                                          _lock_edges, _longest_path, _walk, _walks,
+                                          path_table,
                                           LOCK, SPAN)
 from tracewh.ingest.decoder import native_available
 
@@ -200,6 +201,24 @@ def test_native_call_stack_edges_are_the_reference_edge_for_edge(events):
     if not native_available():
         pytest.skip("the native core is not built")
     assert _call_stack_edges(*events).tolist() == _call_stack_edges_reference(*events).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(graph=dags(), stops=st.lists(st.booleans(), min_size=40, max_size=40))
+def test_native_walks_are_the_reference_s(graph, stops):
+    """The native walks back along the best edges (the path and the segments) give the
+    reference's edges into every node, stopping at the same flagged edges, or not."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    size, edges = graph
+    src, dst = (np.array([edge[i] for edge in edges], np.int64) for i in (0, 1))
+    weight = np.array([w for _, _, w in edges], np.int64)
+    via, _ = _best_edges(size, src, dst, weight)
+    stop = np.array(stops[:len(edges)] + [False] * (len(edges) - len(stops)), bool)
+    nodes = np.arange(-1, size, dtype=np.int64)
+    for flags in (None, stop):
+        assert [w.tolist() for w in _walks(via, src, nodes, flags)] == [
+            _walk(via, src, node, flags).tolist() for node in nodes.tolist()]
 
 
 def _lock_edges_reference(events, start, end, index):

@@ -238,6 +238,7 @@ fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_tables, module)?)?;
     module.add_function(wrap_pyfunction!(best_edges, module)?)?;
     module.add_function(wrap_pyfunction!(graph::call_stack_edges_of, module)?)?;
+    module.add_function(wrap_pyfunction!(graph::walks_of, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     Ok(())
 }

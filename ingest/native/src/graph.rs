@@ -203,7 +203,11 @@ pub fn walks(via: &[i64], src: &[i64], nodes: &[i64], stop: &[u8]) -> Option<(Ve
     let (mut edges, mut offsets) = (Vec::new(), vec![0i64]);
     for &node in nodes {
         let first = edges.len();
-        let mut edge = if node >= 0 { *via.get(usize::try_from(node).ok()?)? } else { -1 };
+        let mut edge = if node >= 0 {
+            *via.get(usize::try_from(node).ok()?)?
+        } else {
+            -1
+        };
         while edge >= 0 {
             // a DAG's walk back takes each edge once at most: more steps is a cycle
             if edges.len() - first >= src.len() {
@@ -233,12 +237,25 @@ pub fn walks_of<'py>(
     nodes: &Bound<'py, PyBytes>,
     stop: &Bound<'py, PyBytes>,
 ) -> PyResult<[Bound<'py, PyBytes>; 2]> {
-    let (via, src, nodes, stop) = (via.as_bytes(), src.as_bytes(), nodes.as_bytes(), stop.as_bytes());
+    let (via, src, nodes, stop) = (
+        via.as_bytes(),
+        src.as_bytes(),
+        nodes.as_bytes(),
+        stop.as_bytes(),
+    );
     let found = py.allow_threads(|| {
-        walks(&super::int64s(via), &super::int64s(src), &super::int64s(nodes), stop)
+        walks(
+            &super::int64s(via),
+            &super::int64s(src),
+            &super::int64s(nodes),
+            stop,
+        )
     });
     let (edges, offsets) = found.ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err("a walk names no edge or node of the graph")
     })?;
-    Ok([PyBytes::new(py, super::raw_bytes(&edges)), PyBytes::new(py, super::raw_bytes(&offsets))])
+    Ok([
+        PyBytes::new(py, super::raw_bytes(&edges)),
+        PyBytes::new(py, super::raw_bytes(&offsets)),
+    ])
 }

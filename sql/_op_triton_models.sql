@@ -29,6 +29,7 @@ WITH calls AS (
          TRY_CAST(json_extract_string(args, '$.kernel_num_gb') AS DOUBLE) * 1e9 AS bytes
   FROM cpu_ops
   WHERE category = 'cpu_op'
+    AND name LIKE 'triton%'  -- a prefix the scan filters by, before any args are parsed
     AND (name LIKE 'triton\_poi\_%' ESCAPE '\' OR name LIKE 'triton\_red\_%' ESCAPE '\'
          OR name LIKE 'triton\_per\_%' ESCAPE '\')
     AND args LIKE '%"kernel\_num\_gb"%' ESCAPE '\'

@@ -50,12 +50,22 @@ WITH rules AS (
                        || '|rotary|rope|^triton_poi_)')
   ) AS r (priority, category, pattern)
 ),
+stats AS (
+  SELECT run, phase, rank, name, gpu_calls, gpu_self_busy_ns, communication FROM op_stats
+),
+matched AS (
+  -- each name's first rule, matched once per name and not once per rank: a pattern read
+  -- from a table is compiled anew for every pair it is tried on
+  SELECT n.name, min(r.priority) AS priority
+  FROM (SELECT DISTINCT name FROM stats) AS n
+  JOIN rules AS r ON regexp_matches(n.name, r.pattern)
+  GROUP BY n.name
+),
 categorised AS (
-  SELECT s.run, s.phase, s.rank, s.name, s.gpu_calls, s.gpu_self_busy_ns,
-         CASE WHEN s.communication THEN 0 ELSE coalesce(min(r.priority), 99) END AS choice
-  FROM op_stats AS s
-  LEFT JOIN rules AS r ON regexp_matches(s.name, r.pattern)
-  GROUP BY s.run, s.phase, s.rank, s.name, s.gpu_calls, s.gpu_self_busy_ns, s.communication
+  SELECT s.run, s.phase, s.rank, s.gpu_calls, s.gpu_self_busy_ns,
+         CASE WHEN s.communication THEN 0 ELSE coalesce(m.priority, 99) END AS choice
+  FROM stats AS s
+  LEFT JOIN matched AS m ON m.name = s.name
 ),
 named AS (
   SELECT c.run, c.phase, c.rank, c.gpu_calls, c.gpu_self_busy_ns,

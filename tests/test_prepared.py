@@ -171,6 +171,52 @@ def test_a_file_of_another_snapshot_is_not_answered_from(warehouse, tmp_path):
     assert code == 0 and "pyarrow" in heavy, errors
 
 
+@pytest.mark.parametrize("args", [
+    ("diff", "dlrm0", "dlrm1", "--format", "json"),
+    ("diff", "dlrm0", "dlrm1", "--by", "op", "--format", "json"),
+    ("trend", "overlap_ratio", "--format", "json"),
+    ("trend", "step_time_ns", "--last", "1", "--format", "json")])
+def test_diff_and_trend_answer_from_the_file_as_the_library_does(warehouse, args):
+    """Without the catalog, pyarrow or delta-rs (trend over every run too: run_metrics' mart
+    answers, no event table is scanned), the answer the library's Warehouse gives."""
+    code, out, errors, heavy = run_cli(warehouse, *args)
+    assert code == 0, errors
+    assert heavy == []
+    with tracewh.open(warehouse) as wh:
+        if args[0] == "diff":
+            expected = wh.diff(args[1], args[2], by="op" if "op" in args else "name")
+        else:
+            expected = wh.trend(args[1], last=1 if "--last" in args else None)
+    assert json.loads(out) == json.loads(json.dumps(expected))
+
+
+def test_report_and_an_unknown_run_need_no_catalog(warehouse, tmp_path):
+    """The report's connection comes from the file; a run it does not record is refused with
+    the close names, as the catalog's list refuses it."""
+    out = tmp_path / "report.html"
+    code, _, errors, heavy = run_cli(warehouse, "report", "dlrm1", "--base", "dlrm0",
+                                     "--out", str(out))
+    assert (code, heavy) == (0, []), errors
+    assert "Against dlrm0: kernels" in out.read_text()
+    code, _, errors, heavy = run_cli(warehouse, "diff", "dlrm0", "dlrm2")
+    assert (code, heavy) == (2, [])
+    assert errors.splitlines()[-1].startswith("error: unknown run 'dlrm2'") and "dlrm1" in errors
+
+
+def test_a_file_without_the_runs_is_not_answered_from(warehouse, tmp_path):
+    """A file written before it recorded the runs: diff is asked the usual way, and the next
+    refresh writes the file again in the current format."""
+    copy = copy_of(warehouse, tmp_path)
+    with duckdb.connect(str(copy / "tracewh.duckdb")) as written:
+        written.execute("DROP TABLE tracewh_runs")
+    code, out, errors, heavy = run_cli(copy, "diff", "dlrm0", "dlrm1", "--format", "json")
+    assert code == 0 and "pyarrow" in heavy, errors
+    assert json.loads(out)["summary"]["sides"]["new"]
+    assert run_cli(copy, "refresh")[0] == 0
+    code, _, errors, heavy = run_cli(copy, "diff", "dlrm0", "dlrm1")
+    assert (code, heavy) == (0, []), errors
+
+
 def test_trend_of_the_last_runs_reads_only_their_window(warehouse, monkeypatch):
     """--last 1 reads the last run and the one before it (its delta), on one connection: the
     window was doubled until it held every run, as the runs were counted after all but the

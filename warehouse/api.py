@@ -32,7 +32,7 @@ from tracewh.ingest.reader import MAX_EVENT_SIZE
 from .query import connection as connections
 from .storage.catalog import TRACES, Catalog
 from .derived import current_marts, refresh_derived
-from .analyses.diff import DIFF_READS, DiffOptions, diff_runs, side_runs
+from .analyses.diff import DiffOptions, diff_in_warehouse
 from .errors import FollowUpFailed
 from .storage.names import check_phase, parse_tag
 from .output import write_atomically
@@ -164,6 +164,11 @@ class Warehouse:
         return self.connect(runs, tables_read_by(*reads) if reads else None,
                             modules=modules_read_by(*reads) if reads else None)
 
+    def connect_over_every_run(self, reads):
+        """A confined connection over every run, defining what the views and macros `reads`
+        read only."""
+        return self.connect(modules=modules_read_by(*reads))
+
     @property
     def connection(self):
         """The DuckDB connection `sql` runs on, with full access (made at first use)."""
@@ -275,8 +280,7 @@ class Warehouse:
 
     def diff_report(self, base, new, options):
         """`diff` with its DiffOptions."""
-        with self.connect_to_runs(side_runs(base, new), reads=DIFF_READS) as connection:
-            return diff_runs(connection, base, new, options)
+        return diff_in_warehouse(self, base, new, options)
 
     def trend(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
         """One metric per run and phase (the median over ranks), as `tracewh trend`; `tag`

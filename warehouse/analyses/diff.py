@@ -321,3 +321,10 @@ def render_diff(report, fmt, terminal=False, units=None):
 # What `diff_runs` reads: a connection for it lists these tables' files only.
 DIFF_READS = ("run_phase_diff_with", "run_phase_metric_diff_with", "kernel_classes",
               "kernel_name_classes", "run_metrics", "runs", "traces")
+
+
+def diff_in_warehouse(warehouse, base, new, options):
+    """`diff_runs` asked of a connection over the two sides' runs of `warehouse` (an
+    `api.Warehouse`, or a `prepared.PreparedWarehouse`), each checked to be there."""
+    with warehouse.connect_to_runs(side_runs(base, new), reads=DIFF_READS) as connection:
+        return diff_runs(connection, base, new, options)

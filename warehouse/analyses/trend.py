@@ -6,7 +6,6 @@ from .. import output
 from .diff import bus_bandwidth_note
 from ..errors import UsageError
 from ..storage.names import did_you_mean
-from ..query.library import modules_read_by
 from ..query.statements import run_query
 
 METRICS = ("overlap_ratio", "exposed_comm_ns", "step_time_ns", "gpu_idle_ns", "busbw_gbps",
@@ -145,19 +144,19 @@ def _check_op(connection, name):
 
 
 def trend_in_warehouse(warehouse, metric, last=None, tag=None, order_by_tag=None, phase=None):
-    """`trend` of an `api.Warehouse`, asked of the newest runs only: the last `last` runs in
+    """`trend` of an `api.Warehouse` (or a `prepared.PreparedWarehouse`), asked of the newest runs only: the last `last` runs in
     trend order (from the `traces` log, no data read) and the one before them (the first's
     delta), the window doubled until it holds `last` + 1 runs with the metric or every run.
     At 1,000 runs, the 31 newest are read instead of all."""
     reads = trend_reads(metric)
     if last is None:
-        with warehouse.connect(modules=modules_read_by(*reads)) as connection:
+        with warehouse.connect_over_every_run(reads) as connection:
             return trend(connection, metric, None, tag, order_by_tag, phase)
     order = _trend_order(warehouse.run_infos(), tag, order_by_tag, phase)
     window = last + 1
     while True:
         every_run = window >= len(order)  # then over the whole warehouse, as without --last
-        with (warehouse.connect(modules=modules_read_by(*reads)) if every_run
+        with (warehouse.connect_over_every_run(reads) if every_run
               else warehouse.connect_over_runs(set(order[-window:]), reads)) as connection:
             columns, rows = trend(connection, metric, None, tag, order_by_tag, phase,
                                   check_kernel=every_run)

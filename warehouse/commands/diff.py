@@ -5,9 +5,9 @@ import sys
 import click
 
 from .. import output
-from ..analyses.diff import COLLECTIVE_SIZES, KEYS, DiffOptions, render_diff
-from .options import (RULES_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
-                      to_terminal)
+from ..analyses.diff import (COLLECTIVE_SIZES, KEYS, DiffOptions, diff_in_warehouse,
+                             render_diff)
+from .options import RULES_OPTION, UNITS_OPTION, echo, phase_option, runs_reader, to_terminal
 
 
 @click.command()
@@ -43,8 +43,7 @@ from .options import (RULES_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_op
               help="Exit 1 when a kernel or a metric regressed.")
 @UNITS_OPTION
 @RULES_OPTION
-@pass_warehouse
-def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_size, fmt,
+def diff(base, new, phase, rank, threshold, min_ns, by, collective_size, fmt,
          fail_on_regression, units, rules):
     """Compare run NEW against run BASE: kernels and metrics that got slower or faster.
 
@@ -76,7 +75,7 @@ def diff(warehouse, base, new, phase, rank, threshold, min_ns, by, collective_si
     """
     options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns, by=by,
                           collective_size=collective_size)
-    report = warehouse.with_rules(rules).diff_report(base, new, options)
+    report = diff_in_warehouse(runs_reader(rules), base, new, options)
     if fmt == "csv":  # one table: the warnings and notes of table and markdown go to stderr
         for kind in ("warning", "note"):
             for line in report["summary"][f"{kind}s"]:

@@ -52,6 +52,21 @@ def current_warehouse():
     return ctx.obj
 
 
+def runs_reader(rules=None, peaks=None):
+    """What a command about some runs (`diff`, `trend`, `report`) asks its questions of:
+    tracewh.duckdb's runs and connections (`prepared.PreparedWarehouse`) where the file is
+    current and no --rules or --peaks is given (the file is of the warehouse's own rules and
+    the default peaks), with the Warehouse for what the file cannot answer; else the
+    Warehouse (see `current_warehouse`) with those rules and peaks."""
+    if rules is None and peaks is None:
+        from ..query.prepared import PreparedWarehouse  # no pyarrow, no delta-rs
+
+        prepared = PreparedWarehouse.open(warehouse_location(), current_warehouse)
+        if prepared is not None:
+            return prepared
+    return current_warehouse().with_rules(rules).with_peaks(peaks)
+
+
 def warehouse_location():
     """The warehouse directory --warehouse names, without making its Warehouse."""
     location = click.get_current_context().find_root().obj

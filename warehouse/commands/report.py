@@ -5,7 +5,7 @@ import click
 from ..analyses.diff import DiffOptions
 from ..errors import printable
 from ..output import write_atomically
-from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse, phase_option
+from .options import PEAKS_OPTION, RULES_OPTION, phase_option, runs_reader
 
 
 @click.command(short_help="A self-contained HTML report of a run (and its diff).")
@@ -26,8 +26,7 @@ from .options import PEAKS_OPTION, RULES_OPTION, pass_warehouse, phase_option
               help="The HTML file to write.")
 @RULES_OPTION
 @PEAKS_OPTION
-@pass_warehouse
-def report(warehouse, run, base, phase, threshold, min_ns, timeline_rank, timeline_step,
+def report(run, base, phase, threshold, min_ns, timeline_rank, timeline_step,
            out_path, rules, peaks):
     """Write one self-contained HTML file about RUN: overlap and exposed communication per
     rank, where GPU time goes, the timeline of one step (streams over time, kernels colored by
@@ -45,7 +44,7 @@ def report(warehouse, run, base, phase, threshold, min_ns, timeline_rank, timeli
     from ..output.report import TimelineChoice, build_report  # matplotlib loads only for this command
 
     runs = [run, *([base] if base else [])]
-    with warehouse.with_rules(rules).with_peaks(peaks).connect_to_runs(runs) as connection:
+    with runs_reader(rules, peaks).connect_to_runs(runs) as connection:
         text = build_report(connection, run, phase, base,
                             DiffOptions(threshold_pct=threshold, min_ns=min_ns),
                             TimelineChoice(timeline_rank, timeline_step))

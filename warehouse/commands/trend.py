@@ -3,9 +3,8 @@
 import click
 
 from ..storage.names import parse_tag
-from ..analyses.trend import render_trend, trend_notes
-from .options import (FORMAT_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_option,
-                      to_terminal)
+from ..analyses.trend import render_trend, trend_in_warehouse, trend_notes
+from .options import FORMAT_OPTION, UNITS_OPTION, echo, phase_option, runs_reader, to_terminal
 
 
 @click.command(name="trend")
@@ -18,8 +17,7 @@ from .options import (FORMAT_OPTION, UNITS_OPTION, echo, pass_warehouse, phase_o
 @phase_option("This phase only (case does not matter).")
 @FORMAT_OPTION
 @UNITS_OPTION
-@pass_warehouse
-def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units):
+def trend_command(metric, last, tag, order_by_tag, phase, fmt, units):
     """Follow METRIC across runs: drift over many nights, not just two.
 
     METRIC is overlap_ratio, exposed_comm_ns, step_time_ns, gpu_idle_ns, busbw_gbps (mean bus
@@ -41,8 +39,8 @@ def trend_command(warehouse, metric, last, tag, order_by_tag, phase, fmt, units)
       tracewh trend critical_path:gpu_compute_bound --last 14
     """
     tag = parse_tag(tag) if tag else None
-    columns, rows = warehouse.trend_rows(metric, last=last, tag=tag, order_by_tag=order_by_tag,
-                                         phase=phase)
-    for note in trend_notes(warehouse, metric, rows, tag, order_by_tag, phase):
+    reader = runs_reader()
+    columns, rows = trend_in_warehouse(reader, metric, last, tag, order_by_tag, phase)
+    for note in trend_notes(reader, metric, rows, tag, order_by_tag, phase):
         click.echo(note, err=True)
     echo(render_trend(columns, rows, fmt, terminal=to_terminal(), units=units, metric=metric))

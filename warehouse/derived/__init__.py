@@ -17,6 +17,7 @@ from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
 from .marts import (changed_marts, current_mart_files, mart_listing, mart_path, refresh_marts,
                     remove_mart)
 from ..query.library import library_fingerprint
+from ..query.prepared import FILES_FORMAT
 from ..rules import effective_rules
 
 UNLOCKED_ATTEMPTS = 5  # an object store's refresh, planned again after a lost version
@@ -155,8 +156,10 @@ def current_marts(catalog, snapshot, rules, only=None):
 
 
 def _derived_from(snapshot, rules):
-    """What the done file records a refresh derived from (beside the DuckDB file's stamp)."""
-    return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
+    """What the done file records a refresh derived from (beside the DuckDB file's stamp): a
+    DuckDB file of an earlier format is written again by the next refresh."""
+    return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules),
+            "files": FILES_FORMAT}
 
 
 def mark_for_recompute(catalog, run):

@@ -28,7 +28,8 @@ from ..storage import delta
 from ..storage.layout import DUCKDB_FILE as FILE_NAME
 from ..storage.layout import FILES_GLOB
 from ..query.library import live_helpers
-from ..query.prepared import FILES_TABLE, MARTS_TABLE, SCAN_MACRO, SNAPSHOT_TABLE, file_shape
+from ..query.prepared import (FILES_TABLE, MARTS_TABLE, RUNS_TABLE, SCAN_MACRO, SNAPSHOT_TABLE,
+                              file_shape)
 from ..query.define import define_library
 from ..storage.schema import TABLES
 from ..query.table_sql import empty_select, scan_select, sql_string
@@ -51,12 +52,15 @@ def write_duckdb_file(catalog, snapshot, rules, target=None, marts=dict):
 
     `marts()`, called last (the refresh derives them beside): {mart: [(path, size)]} of the
     marts current for `snapshot` and `rules`, which the queries answered from the file read
-    instead of computing their views (see `prepared`)."""
+    instead of computing their views (see `prepared`). The snapshot's runs are recorded too
+    (from the `traces` log's statistics, no data read): what a command answered from the file
+    checks its run names against and orders runs by, without reading the log itself."""
     if not catalog.store.local:
         _write_over_copies(catalog, snapshot, rules, target)
         return
     root = catalog.root.resolve()
     shape = file_shape(root, rules, live_helpers(snapshot, rules))
+    runs = catalog.runs(snapshot)
     for stale in catalog.state.glob(f".{FILE_NAME}.*") if target is None else ():
         stale.unlink(missing_ok=True)  # of killed writers: we hold the lock
     temporary = (catalog.state if target is None else Path(target).parent) / \
@@ -75,7 +79,7 @@ def write_duckdb_file(catalog, snapshot, rules, target=None, marts=dict):
             temporary.unlink(missing_ok=True)
             connection = _connect(temporary)
             _write_whole(connection, root, snapshot.files(root), snapshot, rules)
-        _record_snapshot(connection, snapshot, shape, marts())
+        _record_snapshot(connection, snapshot, shape, runs, marts())
     finally:
         connection.close()
     os.replace(temporary, target)
@@ -97,17 +101,27 @@ def _write_over_copies(catalog, snapshot, rules, target):
     try:
         _write_whole(connection, root, listed, snapshot, rules)
         _record_snapshot(connection, snapshot,
-                         file_shape(root, rules, live_helpers(snapshot, rules)), {})
+                         file_shape(root, rules, live_helpers(snapshot, rules)),
+                         catalog.runs(snapshot), {})
     finally:
         connection.close()
     os.replace(temporary, target)
 
 
-def _record_snapshot(connection, snapshot, shape, marts):
-    """Record the snapshot the file is of, and the files of its current `marts` ({mart:
-    [(path, size)]}: those of the file it was copied from are of an older snapshot). A mart
-    without files (no run has its rows: no graph replay anywhere) is recorded by a row of
-    NULL path, so its view answers no row at once rather than its SQL finding none."""
+def _record_snapshot(connection, snapshot, shape, runs, marts):
+    """Record the snapshot the file is of, its `runs` ([RunInfo]) and the files of its
+    current `marts` ({mart: [(path, size)]}: those of the file it was copied from are of an
+    older snapshot). A mart without files (no run has its rows: no graph replay anywhere) is
+    recorded by a row of NULL path, so its view answers no row at once rather than its SQL
+    finding none."""
+    listed = pa.table({"run": [info.run for info in runs],
+                       "first_seq": [info.first_seq for info in runs],
+                       "phases": [sorted(info.phases) for info in runs],
+                       "tags": [json.dumps(info.tags) for info in runs]},
+                      schema=pa.schema([("run", pa.string()), ("first_seq", pa.int64()),
+                                        ("phases", pa.list_(pa.string())),
+                                        ("tags", pa.string())]))
+    connection.execute(f"CREATE OR REPLACE TABLE {RUNS_TABLE} AS SELECT * FROM listed")
     rows = [(mart, path, size) for mart, files in marts.items()
             for path, size in files or [(None, None)]]
     recorded = pa.table({name: list(column) for name, column in

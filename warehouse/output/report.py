@@ -96,12 +96,13 @@ def _phases_of(connection, run):
 
 def _phase_sections(connection, run, phase, base, options, windows):
     scope = [run, phase]
+    kernels = _window_kernels(connection, scope, windows[phase])
     sections = [
         _overlap(connection, scope),
         _exposed(connection, scope),
         _gpu_time(connection, scope),
-        _timeline(connection, scope, windows[phase]),
-        _critical_path(connection, scope, windows[phase]),
+        _timeline(connection, scope, windows[phase], kernels),
+        _critical_path(connection, scope, windows[phase], kernels),
         _top_kernels(connection, scope),
         _top_ops(connection, scope),
         _module_tree(connection, scope),
@@ -110,8 +111,7 @@ def _phase_sections(connection, run, phase, base, options, windows):
         _class_histograms(connection, scope),
         _rank_skew(connection, scope),
         _bus_bandwidth(connection, scope),
-        _waits_caused(connection, scope),
-        _stragglers(connection, scope),
+        *_stragglers_sections(connection, scope),
         _launch_latency(connection, scope),
         _steps(connection, scope),
         *_memory(connection, scope),
@@ -201,7 +201,19 @@ def _span_parts(summary):
     return {part: 100 * parts[part] / span for part in charts.PART_COLORS}
 
 
-def _timeline(connection, scope, window):
+def _window_kernels(connection, scope, window):
+    """The GPU work of the timeline's window (None: none), in the order it started: what the
+    timeline and the critical path draw."""
+    if window is None:
+        return []
+    rank, trace_id, index, *_ = window
+    return connection.execute(
+        "SELECT stream, timeline_class, start_ns, end_ns FROM timeline_kernels WHERE run = ? "
+        "AND phase = ? AND rank = ? AND trace_id = ? AND window_index IS NOT DISTINCT FROM ? "
+        "ORDER BY start_ns, event_index", [*scope, rank, trace_id, index]).fetchall()
+
+
+def _timeline(connection, scope, window, kernels):
     """One window (a step, or a whole capture without steps) of one rank, its streams over
     time: kernels colored by class, too short ones binned, annotations above."""
     if window is None:
@@ -211,9 +223,6 @@ def _timeline(connection, scope, window):
     where = ("run = ? AND phase = ? AND rank = ? AND trace_id = ? "
              "AND window_index IS NOT DISTINCT FROM ?")
     keys = [*scope, rank, trace_id, index]
-    kernels = connection.execute(
-        f"SELECT stream, timeline_class, start_ns, end_ns FROM timeline_kernels "
-        f"WHERE {where} ORDER BY start_ns, event_index", keys).fetchall()
     annotations = connection.execute(
         f"SELECT name, start_ns, end_ns FROM timeline_annotations WHERE {where} "
         f"ORDER BY start_ns, event_index", keys).fetchall()
@@ -258,7 +267,7 @@ def _timeline(connection, scope, window):
                     *(f"{kind} (ms)" for kind in charts.TIMELINE_CLASSES)), rows)
 
 
-def _critical_path(connection, scope, window, top=12):
+def _critical_path(connection, scope, window, kernels, top=12):
     """The job's critical path (the critical_path view) of the timeline's step, drawn over
     that timeline: the window rank's streams faded, a lane per rank the path runs on, its
     edges colored by class; the events longest on it below."""
@@ -266,7 +275,7 @@ def _critical_path(connection, scope, window, top=12):
     if window is None:
         return Section("critical-path", title, "No GPU activity: nothing to draw.", None,
                        empty="No GPU activity.")
-    rank, trace_id, index, step, start, end, _ = window
+    rank, _, _, step, start, end, _ = window
     edges = connection.execute(
         "SELECT rank, start_ns, end_ns, bound_by, ns, name FROM critical_path "
         "WHERE run = ? AND phase = ? AND step IS NOT DISTINCT FROM ? ORDER BY seq",
@@ -274,10 +283,6 @@ def _critical_path(connection, scope, window, top=12):
     if not edges:
         return Section("critical-path", title, "No critical path was measured for this "
                        "step (no host events).", None, empty="No critical path.")
-    kernels = connection.execute(
-        "SELECT stream, timeline_class, start_ns, end_ns FROM timeline_kernels WHERE run = ? "
-        "AND phase = ? AND rank = ? AND trace_id = ? AND window_index IS NOT DISTINCT FROM ?",
-        [*scope, rank, trace_id, index]).fetchall()
     left = min([start] + [k[2] for k in kernels])  # the timeline's: the two line up
     right = max([end] + [k[3] for k in kernels])
     streams = sorted({k[0] for k in kernels}, key=lambda s: (s is None, s))
@@ -642,10 +647,16 @@ def _bus_bandwidth(connection, scope):
         empty="No communication kernels.")
 
 
-def _waits_caused(connection, scope):
-    ranks = _rows(connection, """
-        SELECT rank, wait_caused_ns, times_last, instances FROM stragglers
-        WHERE run = ? AND phase = ? ORDER BY rank""", scope)
+def _stragglers_sections(connection, scope):
+    """The waits each rank caused and the stragglers: two sections of one question."""
+    rows = _rows(connection, """
+        SELECT rank, instances, times_last, last_share, wait_caused_ns, wait_ns, sync_ns
+        FROM stragglers WHERE run = ? AND phase = ? ORDER BY rank""", scope)
+    return _waits_caused(connection, scope, rows), _stragglers(rows)
+
+
+def _waits_caused(connection, scope, stragglers):
+    ranks = [(rank, caused, last, n) for rank, n, last, _, caused, _, _ in stragglers]
     if not ranks:
         return Section("waits", "Wait each rank caused",
                        "No collective was matched across two or more ranks: no rank made "
@@ -676,11 +687,9 @@ def _waits_caused(connection, scope):
                    [(rank, ms(caused), last, n) for rank, caused, last, n in ranks])
 
 
-def _stragglers(connection, scope):
-    rows = _rows(connection, """
-        SELECT rank, instances, times_last, last_share, wait_caused_ns, wait_ns, sync_ns
-        FROM stragglers WHERE run = ? AND phase = ?
-        ORDER BY wait_caused_ns DESC, rank LIMIT 20""", scope)
+def _stragglers(stragglers):
+    """The 20 ranks that caused the most wait (`stragglers` by rank: NULL waits last)."""
+    rows = sorted(stragglers, key=lambda row: (row[4] is None, -(row[4] or 0), row[0]))[:20]
     return Section(
         "stragglers", "Stragglers",
         "The ranks that made the others wait most: how often each arrived last at a matched "

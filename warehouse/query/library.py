@@ -139,6 +139,12 @@ def names_reached(*names):
     return _reached(names)
 
 
+def names_reached_past(names, past):
+    """`names_reached(*names)` where the modules `past` are read from elsewhere (their marts):
+    the tables among them are those a question of `names` scans."""
+    return _reached(names, frozenset(past))
+
+
 def _table_names():
     """The warehouse's tables (imported here: their Arrow types import pyarrow, which a
     query answered from tracewh.duckdb does without)."""
@@ -147,9 +153,9 @@ def _table_names():
     return TABLES
 
 
-def _reached(names):
+def _reached(names, past=()):
     """Every module and table `names` (views, macros, tables) read, directly or not, and
-    their own modules."""
+    their own modules; what the modules `past` read is not followed."""
     modules, _ = _modules_and_needs()
     live = dict(_live_texts())
     seen, pending = set(), [_defined_by().get(name, name) for name in names]
@@ -158,6 +164,8 @@ def _reached(names):
         if current in seen:
             continue
         seen.add(current)
+        if current in past:
+            continue
         for text in (modules.get(current), live.get(current)):
             if text is not None:
                 pending += [_defined_by().get(read, read) for read in declared_reads(text)]

@@ -36,10 +36,12 @@ from .. import storage
 from ..storage.delta_log import changed_problem, check_commits, first_replayed, size_problem
 from ..storage.directory import STATE_DIR, TRACES, check_readable, newest_pointer
 from ..errors import WarehouseError
-from ..storage.layout import DUCKDB_FILE
-from .library import defines_public, library_fingerprint, names_reached
+from ..storage.layout import DUCKDB_FILE, EVENT_TABLES
+from ..storage.run_info import RunInfo
+from .library import defines_public, library_fingerprint, names_reached, names_reached_past
 from .query_analysis import runs_a_query_names
 from ..rules import effective_rules
+from .scope import check_runs
 from .statements import confine, run_statements
 from .table_sql import (CATALOG_TYPES, files_variable_name, mart_files_variable, mart_view_sql,
                         no_rows, sql_string)
@@ -47,7 +49,8 @@ from .table_sql import (CATALOG_TYPES, files_variable_name, mart_files_variable,
 FILES_TABLE = "tracewh_files"  # table_name, path (absolute), run, size (its commit's)
 SNAPSHOT_TABLE = "tracewh_snapshot"
 MARTS_TABLE = "tracewh_marts"  # mart, path (absolute), size: the marts current at the snapshot
-FILES_FORMAT = 3  # 2: FILES_TABLE holds each file's run and size; 3: MARTS_TABLE
+RUNS_TABLE = "tracewh_runs"  # run, first_seq, phases, tags (JSON): the snapshot's runs
+FILES_FORMAT = 4  # 2: FILES_TABLE holds each file's run and size; 3: MARTS_TABLE; 4: RUNS_TABLE
 # The file is attached to an in-memory database of the command's own, not opened: DuckDB
 # shares a database opened twice in a process, and its settings with it (`confine`'s).
 CATALOG = "tracewh"
@@ -115,6 +118,84 @@ def connect_prepared(root, runs, reads=None, versions=None):
     with _closed_on_error(connection):
         return _over_runs(connection, root, versions, set(runs),
                           None if reads is None else set(reads))
+
+
+class PreparedWarehouse:
+    """What a command about some runs (`diff`, `trend`, `report`) asks of a warehouse, answered
+    from tracewh.duckdb where it can be: the runs the file records, and confined connections
+    over some of them (see the module's docstring), without the catalog, pyarrow or delta-rs
+    (~0.5 s of such a command's start). A connection the file cannot give is asked of the
+    Warehouse `fallback()` returns, the usual way. `open` is None where the file is not
+    current (see `_open_current`)."""
+
+    def __init__(self, root, opened, runs, fallback):
+        self.root = root
+        self._opened = opened  # (connection, versions), until the first connection uses it
+        self._versions = opened[1]
+        self._runs = runs
+        self._fallback = fallback
+
+    @classmethod
+    def open(cls, root, fallback):
+        root = _local_root(root)
+        opened = None if root is None else _open_current(root)
+        if opened is None:
+            return None
+        connection = opened[0]
+        with _closed_on_error(connection):
+            try:
+                rows = connection.execute(f"SELECT run, first_seq, phases, tags FROM {RUNS_TABLE} "
+                                          "ORDER BY first_seq").fetchall()
+            except duckdb.CatalogException:  # a file of an earlier format is not current
+                connection.close()
+                return None
+        runs = [RunInfo(run, seq, set(phases), json.loads(tags)) for run, seq, phases, tags in rows]
+        return cls(root, opened, runs, fallback)
+
+    def run_infos(self):
+        """The runs, in the order of their first commit: [RunInfo]."""
+        return self._runs
+
+    def connect_to_runs(self, runs, reads=None):
+        """As `api.Warehouse.connect_to_runs`."""
+        check_runs([info.run for info in self._runs], *runs)
+        return self.connect_over_runs(set(runs), reads)
+
+    def connect_over_runs(self, runs, reads=None):
+        """As `api.Warehouse.connect_over_runs`."""
+        opened = self._open()
+        if opened is None:
+            return self._fallback().connect_over_runs(runs, reads)
+        connection = opened[0]
+        with _closed_on_error(connection):
+            return _over_runs(connection, self.root, self._versions, set(runs),
+                              None if reads is None else set(reads))
+
+    def connect_over_every_run(self, reads):
+        """As `api.Warehouse.connect_over_every_run`: from the file where no event table is
+        scanned (the views whose marts are current read them); else the usual way, where the
+        event tables' row counts are checked first."""
+        opened = self._open()
+        if opened is None:
+            return self._fallback().connect_over_every_run(reads)
+        connection = opened[0]
+        with _closed_on_error(connection):
+            marts = _checked_marts(connection, self.root.resolve(), names_reached(*reads))
+            if names_reached_past(reads, marts) & set(EVENT_TABLES):
+                connection.close()
+                return self._fallback().connect_over_every_run(reads)
+            return _over_runs(connection, self.root, self._versions,
+                              {info.run for info in self._runs}, set(reads))
+
+    def connect(self):
+        """A connection over every run, the whole library defined: the usual way."""
+        return self._fallback().connect()
+
+    def _open(self):
+        """The file's connection, opened again after the first use, while it is of the same
+        snapshot (else None)."""
+        opened, self._opened = self._opened, None
+        return opened or _open_current(self.root, self._versions)
 
 
 @contextlib.contextmanager

@@ -50,6 +50,7 @@ from .delta import DataFile
 from .directory import COMMITTING, DAMAGED, LOCK, STAGING, STATE_DIR, TRACES
 from ..errors import UsageError, WarehouseBusy, WarehouseError, printable
 from .names import check_partition
+from .run_info import RunInfo
 from .parquet import write_table
 from .schema import PARTITION_COLUMNS, TABLES
 
@@ -110,16 +111,6 @@ class StoredTrace:
     bytes: int
     tags: dict
     ingest_seq: int
-
-
-@dataclass
-class RunInfo:
-    """A run as the `traces` log describes it."""
-
-    run: str
-    first_seq: int
-    phases: set
-    tags: dict  # of its first trace
 
 
 @dataclass

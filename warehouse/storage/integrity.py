@@ -19,11 +19,7 @@ from . import delta, layout
 from .. import storage
 from .catalog import TRACES
 from ..errors import HINT, WarehouseError
-
-# The tables of a trace's events; the others are derived from them (kernel_names,
-# gpu_intervals, gpu_time, step_time), or from its top-level keys (devices, traces).
-EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
-                "other_events")
+from .layout import EVENT_TABLES
 
 
 def check_counts(root, snapshot, runs=None):

@@ -13,6 +13,10 @@ Every file is named after its trace, so what a trace owns is known from its path
 
 from pathlib import Path
 
+# The tables of a trace's events; the others are derived from them (kernel_names,
+# gpu_intervals, gpu_time, step_time), or from its top-level keys (devices, traces).
+EVENT_TABLES = ("kernels", "cpu_ops", "runtime", "flows", "counters", "instants", "metadata",
+                "other_events")
 # A table's data files, for readers that scan a directory (tracewh.duckdb's tables).
 FILES_GLOB = "*/*/*/*.parquet"
 MARTS_DIR = "marts"

@@ -110,7 +110,7 @@ class _Events:
         tables = [staged[source] for source in SOURCES]
         sizes = [len(table) for table in tables]
         self.size = sum(sizes)
-        self.source = np.repeat(np.arange(len(SOURCES)), sizes)
+        self.source = np.repeat(np.arange(len(SOURCES), dtype=np.int8), sizes)
         self.columns = {name: contiguous(_stack(*(table[name] for table in tables)))
                         for name in ("event_index", "ts_ns")}
         self.columns.update({name: _dictionary(_stack(*(table[name] for table in tables)))
@@ -137,8 +137,9 @@ def tree_table(staged, trace_id, trees=None):
 
 
 def _layers(staged, trace_id, trees):
-    """The call_tree rows of each layer in turn (none when the trace has no host event);
-    `trees` is given the events and, as each is made, a layer's (_Tree, members)."""
+    """The call_tree rows of each layer in turn, in slices of at most LAYER_ROWS rows (none
+    when the trace has no host event); `trees` is given the events and, as each is made, a
+    layer's (_Tree, members)."""
     events = _Events(staged)
     trees["events"] = events
     if not events.size:
@@ -161,7 +162,7 @@ def _layers(staged, trace_id, trees):
         tree = _Tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)
-        yield _layer(events, order, tree, layer, member, member | others, trace_id, schema)
+        yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
 
 
 def _dictionary(column):
@@ -193,45 +194,60 @@ def _repeated(value, size):
                                           pa.array([value], pa.string()))
 
 
-def _layer(events, order, tree, layer, member, placed, trace_id, schema):
-    """One layer's rows, in the thread's start order."""
-    rows = order.rows[placed[order.rows]]
-    thread = events.thread[rows]
-    first = np.ones(len(rows), bool)
+def _positions_in_thread(thread):
+    """The 1-based place of each row among the rows of its thread (`thread`: their codes,
+    each thread's rows together)."""
+    first = np.ones(len(thread), bool)
     first[1:] = thread[1:] != thread[:-1]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
+    return np.arange(len(thread)) - np.maximum.accumulate(
+        np.where(first, np.arange(len(thread)), 0)) + 1
+
+
+# The rows of a layer made into Arrow at once (a row group of the staged part): a layer's
+# whole Arrow was as large as the trace (1.06M rows, 50 MB, for the 254 MB trace; 200 MB for
+# the 1 GB one), its columns in numpy beside it.
+LAYER_ROWS = 1 << 18
+
+
+def _layer(events, order, tree, layer, member, placed, trace_id, schema):
+    """One layer's rows, in the thread's start order, LAYER_ROWS at a time."""
+    rows = order.rows[placed[order.rows]]
+    pos = _positions_in_thread(events.thread[rows])
     depth = tree.depth[rows]
-    parent = tree.parent[rows]
     inner = depth > 0
     top = np.where(inner, tree.ancestor(rows, np.zeros(len(rows), np.int64)), rows)
     top_valid = inner | member[rows]
-    safe_parent = np.maximum(parent, 0)
+    safe_parent = np.maximum(tree.parent[rows], 0)
     parent_end = events.ts[safe_parent] + events.span[safe_parent]
-    end = events.ts[rows] + events.span[rows]
-    partial = inner & ((parent_end < end) | (parent_end <= events.ts[rows]))
-    taken = pa.array(rows)
-    size = len(rows)
-    columns = {
-        "trace_id": _repeated(trace_id, size),
-        "layer": _repeated(layer, size),
-        "event_index": pa.array(events.index[rows]),
-        "source": pa.DictionaryArray.from_arrays(pa.array(events.source[rows].astype(np.int32)),
-                                                 pa.array(SOURCES, pa.string())),
-        "cat": events.columns["category"].take(taken),
-        "name": events.columns["name"].take(taken),
-        "pid": events.columns["pid"].take(taken),
-        "tid": events.columns["tid"].take(taken),
-        "ts_ns": events.columns["ts_ns"].take(taken),
-        "dur_ns": events.columns["dur_ns"].take(taken),
-        "member": pa.array(member[rows]),
-        "pos": pa.array(np.arange(size) - group_start + 1),
-        "depth": pa.array(depth),
-        "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
-        "parent_end_ns": pa.array(parent_end, mask=~inner),
-        "top_event_index": pa.array(events.index[np.maximum(top, 0)], mask=~top_valid),
-        "partial_overlap": pa.array(partial),
-    }
-    return pa.table(columns).select(schema.names).cast(schema)
+    partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
+                       | (parent_end <= events.ts[rows]))
+    for low in range(0, max(len(rows), 1), LAYER_ROWS):  # an empty layer: a table still
+        at = slice(low, low + LAYER_ROWS)
+        taken = pa.array(rows[at])
+        size = len(taken)
+        columns = {
+            "trace_id": _repeated(trace_id, size),
+            "layer": _repeated(layer, size),
+            "event_index": pa.array(events.index[rows[at]]),
+            "source": pa.DictionaryArray.from_arrays(
+                pa.array(events.source[rows[at]].astype(np.int32)),
+                pa.array(SOURCES, pa.string())),
+            "cat": events.columns["category"].take(taken),
+            "name": events.columns["name"].take(taken),
+            "pid": events.columns["pid"].take(taken),
+            "tid": events.columns["tid"].take(taken),
+            "ts_ns": events.columns["ts_ns"].take(taken),
+            "dur_ns": events.columns["dur_ns"].take(taken),
+            "member": pa.array(member[rows[at]]),
+            "pos": pa.array(pos[at]),
+            "depth": pa.array(depth[at]),
+            "parent_event_index": pa.array(events.index[safe_parent[at]], mask=~inner[at]),
+            "parent_end_ns": pa.array(parent_end[at], mask=~inner[at]),
+            "top_event_index": pa.array(events.index[np.maximum(top[at], 0)],
+                                        mask=~top_valid[at]),
+            "partial_overlap": pa.array(partial[at]),
+        }
+        yield pa.table(columns).select(schema.names).cast(schema)
 
 
 def _attribution(staged, trees):

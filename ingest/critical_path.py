@@ -135,11 +135,32 @@ SYNC_COLUMNS = ["event_index", "name", "ts_ns", "dur_ns", "device", "stream", "c
 
 
 def measure(staging, parts, trace_id, kernel_names):
-    """path_table of the trace staged in `staging` as `parts` ({table: part numbers})."""
+    """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
+    numbers}): its critical_path_edges, a step's rows at a time (see `pieces`)."""
     staged = read_staged(staging, parts, COLUMNS)
     staged["syncs"] = read_staged(staging, parts, {"kernels": SYNC_COLUMNS},
                                   filters=[("category", "=", "cuda_sync")])["kernels"]
-    return path_table(staged, trace_id, kernel_names)
+    return (("critical_path_edges", rows)
+            for rows in _batched(pieces(staged, trace_id, kernel_names), BATCH_ROWS))
+
+
+# The rows measure hands on at once (a row group of the staged part): a step's path alone
+# can be a few thousand rows, too few for a row group of its own.
+BATCH_ROWS = 1 << 16
+
+
+def _batched(tables, rows):
+    """The tables put together as they come into tables of at least `rows` rows (the last
+    may hold fewer)."""
+    held, count = [], 0
+    for table in tables:
+        held.append(table)
+        count += table.num_rows
+        if count >= rows:
+            yield pa.concat_tables(held).combine_chunks()
+            held, count = [], 0
+    if held:
+        yield pa.concat_tables(held).combine_chunks()
 
 
 def path_table(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
@@ -147,15 +168,25 @@ def path_table(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
     staged tables ({table: at least COLUMNS}, and "syncs": its cuda_sync rows' SYNC_COLUMNS,
     absent: none) and its kernel_names table (None: no GPU activity); `data_loading`: the
     patterns of host events that load data (() as HTA before 0.6, which has no such class)."""
-    host = _Host(staged["cpu_ops"], staged["runtime"], data_loading)
+    parts = list(pieces(dict(staged), trace_id, kernel_names, data_loading))
+    return pa.concat_tables(parts) if parts else None
+
+
+def pieces(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
+    """path_table's rows, a window (step) at a time, each made as the one before is taken
+    (none when the trace has no host node event), from `staged`, whose tables it drops once
+    its graph's columns are taken from them: a writer that writes each as it comes holds one
+    step's path, not the trace's (415,000 rows, 84 MB of Arrow, for the 254 MB trace), nor
+    the staged columns."""
+    cpu, runtime, kernels = (staged.pop(name) for name in COLUMNS)
+    host = _Host(cpu, runtime, data_loading)
     if not host.size:
-        return None
-    work = _Work(staged["kernels"], kernel_names, host)
-    syncs = _Syncs(staged.get("syncs"), host, work)
-    windows = _steps(staged["cpu_ops"]) or [
-        (None, None, int(host.ts.min()), int(host.end.max()))]
+        return
+    work = _Work(kernels, kernel_names, host)
+    syncs = _Syncs(staged.pop("syncs", None), host, work)
+    windows = _steps(cpu) or [(None, None, int(host.ts.min()), int(host.end.max()))]
+    del cpu, runtime, kernels
     schema = TABLES["critical_path_edges"].schema
-    parts = []
     for _, step, start, end in windows:
         path = _Graph(host, work, syncs, start, end).path()
         size = len(path["ns"])
@@ -169,8 +200,7 @@ def path_table(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
             if name == "segment_of":  # NULL on the step's own path
                 column = pc.if_else(pc.equal(column, -1), pa.scalar(None, pa.int64()), column)
             columns[name] = column
-        parts.append(pa.table(columns).select(schema.names).cast(schema))
-    return pa.concat_tables(parts)
+        yield pa.table(columns).select(schema.names).cast(schema)
 
 
 class _Host:
@@ -199,7 +229,11 @@ class _Host:
         self.thread, self.table = thread[order], table_code[order]
         self.index = index[order]
         names = contiguous(column("name")).filter(pa.array(keep)).take(pa.array(order))
-        self.names = np.asarray(names.to_pylist(), dtype=object)
+        # each row's name as a code into the distinct names (None last): a Python string per
+        # row was 25 MB of the 254 MB trace's
+        coded = pc.dictionary_encode(names)
+        self.name_text = np.asarray(coded.dictionary.to_pylist() + [None], dtype=object)
+        self.name_code = _array(coded.indices, fill=len(coded.dictionary))
         self.blocking, self.locking = (
             np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(calls))), False), bool)
             for calls in (BLOCKING, LOCKING))
@@ -211,6 +245,16 @@ class _Host:
         self.correlation = np.where(self.table == 1, correlation, 0)
         self.by_start = np.argsort(self.ts, kind="stable")
         self.ordered_starts = self.ts[self.by_start]
+
+    def name_of(self, rows):
+        """The names of `rows` (an object array, None: NULL)."""
+        return self.name_text[self.name_code[rows]]
+
+    def named(self, texts):
+        """Whether each row's name is one of `texts`."""
+        wanted = set(texts)
+        return np.fromiter((text in wanted for text in self.name_text), bool,
+                           len(self.name_text))[self.name_code]
 
 
 class _Work:
@@ -227,7 +271,7 @@ class _Work:
         order = np.lexsort((_array(kernels["event_index"])[keep], ts))
         self.launch = launch[keep][order]
         self.launch_ts = host.ts[self.launch]
-        self.graph = np.isin(host.names[self.launch], GRAPH_LAUNCHES)
+        self.graph = host.named(GRAPH_LAUNCHES)[self.launch]
         self.by_launch = np.argsort(self.launch_ts, kind="stable")
         self.ordered_launches = self.launch_ts[self.by_launch]
         self.ts = ts[order]
@@ -296,7 +340,7 @@ def _recorded_work(host, work, waits, devices):
     before the record's call, the last in work order of equal ones (-1: none)."""
     found = np.full(len(waits), -1, np.int64)
     records = {int(host.correlation[row]): row for row in
-               np.flatnonzero(host.names == "cudaEventRecord").tolist()}
+               np.flatnonzero(host.named(["cudaEventRecord"])).tolist()}
     if not any(isinstance(record, int) for record, _ in waits):
         return found
     by_stream = _launch_groups(work, host.queues[work.launch], work.stream)
@@ -533,7 +577,7 @@ class _Graph:
         host_row = self.rows[np.where(on_host, event, 0)] if hosts else event
         work_row = self.work_rows[np.where(on_gpu, event - hosts, 0)] if len(self.work_rows) \
             else event
-        name = np.where(on_host, self.host.names[host_row] if hosts else None,
+        name = np.where(on_host, self.host.name_of(host_row) if hosts else None,
                         np.where(on_gpu, self.work.names[work_row] if len(self.work_rows)
                                  else None, None))
         loads_data = self.host.loads_data[host_row] if hosts else on_host

@@ -436,7 +436,7 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     measured = _in_worker(pool, _measured_in_turn, staging, (
         (None, ops.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
-        ("critical_path_edges", critical_path.measure,
+        (None, critical_path.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"))),
         (None, call_tree.measure, (dict(parts), trace_id)),
         ("window_time", windows.measure,
@@ -449,8 +449,10 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     if options.phase is None:  # the names only: a dictionary read of the runtime parts
         phase = identity.capture_phase(None, phase,
                                        staged_distinct(staging, parts, "runtime", "name"))
-    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS), trace_id,
-                                 summaries.get("gpu_intervals"), default_fingerprint())
+    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS,
+                                             dictionaries=steps.DICTIONARIES),
+                                 trace_id, summaries.get("gpu_intervals"), default_fingerprint())
+    release_freed_memory()  # the columns steps read, while the worker measures on
     if step_rows is not None:
         summaries["step_time"] = step_rows
     for name in measured.result():

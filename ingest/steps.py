@@ -31,10 +31,13 @@ WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"
 
 
-# The staged columns step_table reads.
+# The staged columns step_table reads; the names as Parquet's dictionaries (DICTIONARIES): a
+# few steps are looked for among every cpu_op, whose names as strings were 100 MB of the
+# ingest's parent process for the 1 GB trace, held while the workers measured.
 COLUMNS = {"cpu_ops": ["event_index", "name", "ts_ns", "dur_ns"],
            "kernels": ["category", "ts_ns", "dur_ns", "correlation"],
            "runtime": ["event_index", "ts_ns", "dur_ns", "correlation"]}
+DICTIONARIES = ("name",)
 
 
 def step_table(staged, trace_id, intervals, rules):
@@ -75,15 +78,29 @@ def step_table(staged, trace_id, intervals, rules):
 
 
 def _steps(cpu_ops):
-    """[(event_index, name, start, end)] of the ProfilerStep#N events with a duration."""
-    mask = pc.and_(pc.fill_null(pc.starts_with(cpu_ops["name"], STEP_PREFIX), False),
+    """[(event_index, name, start, end)] of the ProfilerStep#N events with a duration (names
+    plain or dictionaries)."""
+    mask = pc.and_(starts_with(cpu_ops["name"], STEP_PREFIX),
                    pc.fill_null(pc.greater(cpu_ops["dur_ns"], 0), False))
     found = cpu_ops.filter(mask)
     if not len(found):
         return None
     ends = pc.add(found["ts_ns"], found["dur_ns"])
-    return list(zip(found["event_index"].to_pylist(), found["name"].to_pylist(),
+    names = found["name"]
+    if pa.types.is_dictionary(names.type):
+        names = names.cast(pa.string())
+    return list(zip(found["event_index"].to_pylist(), names.to_pylist(),
                     found["ts_ns"].to_pylist(), ends.to_pylist()))
+
+
+def starts_with(column, prefix):
+    """Whether each value of a (chunked) string column, plain or dictionaries, starts with
+    `prefix`, NULL as false: a dictionary's values are tested once each."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    tested = [pc.take(pc.starts_with(chunk.dictionary, prefix), chunk.indices)
+              if pa.types.is_dictionary(chunk.type) else pc.starts_with(chunk, prefix)
+              for chunk in chunks]
+    return pc.fill_null(pa.chunked_array(tested, pa.bool_()), False)
 
 
 def _work(kernels, runtime):

@@ -106,6 +106,36 @@ def shadow(host, placed):
     return inside
 
 
+def test_the_tree_and_the_path_written_in_slices_hold_the_rows_written_whole(tmp_path,
+                                                                             monkeypatch):
+    """The ingest writes each call_tree layer LAYER_ROWS rows at a time and the critical path
+    BATCH_ROWS rows at a time (bounded memory): slices far smaller than DeepSeek's layers
+    (thousands of rows) store the rows that one piece per layer and per trace stores."""
+    from tracewh.ingest import call_tree, critical_path
+
+    path = require(TRACES["deepseek"])
+
+    def stored(name, layer_rows, batch_rows):
+        monkeypatch.setattr(call_tree, "LAYER_ROWS", layer_rows)
+        monkeypatch.setattr(critical_path, "BATCH_ROWS", batch_rows)
+        wh = tracewh.open(tmp_path / name)
+        options = ingest_options("slices", "train", 0, jobs=1, embedded=True)
+        (outcome,) = ingest_paths(wh.writable(), expand_inputs([str(path)]), options)
+        assert outcome.status == "ingested", outcome.error
+        wh.reload()
+        try:
+            return {table: wh.sql(f"SELECT * EXCLUDE (trace_id) FROM {table} "
+                                  "ORDER BY ALL").fetchall()
+                    for table in ("call_tree", "critical_path_edges")}
+        finally:
+            wh.close()
+
+    whole = stored("whole", 1 << 40, 1 << 40)
+    sliced = stored("sliced", 1000, 10)
+    assert len(whole["call_tree"]) > 10_000 and len(whole["critical_path_edges"]) > 1_000
+    assert sliced == whole
+
+
 @pytest.mark.parametrize("run", TRACES)
 def test_host_tree_matches_stack_reference(run, ops_warehouse):
     require(TRACES[run])

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ..storage import links
+from ..storage.catalog import Snapshot
 from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
@@ -53,8 +54,8 @@ def refresh_derived(catalog, verify=False):
             done_file.unlink(missing_ok=True)
             for name in remade:
                 remove_mart(mart_path(catalog.root, name))
-        if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)} \
-                and not recompute:
+        before = _read_json(done_file)
+        if before == {**done, "file": _stamp(catalog.root / FILE_NAME)} and not recompute:
             return DerivedRefresh(up_to_date=True)
         try:
             # The DuckDB file does not read the marts: it is written beside them, on the
@@ -72,9 +73,8 @@ def refresh_derived(catalog, verify=False):
                                              None, listing)
                 try:
                     marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules,
-                                                  recompute)
-                    listed.set_result(mart_listing(catalog.root, current_mart_files(
-                        catalog.root, snapshot, rules)))
+                                                  recompute, _snapshot_of(before))
+                    listed.set_result(mart_listing(catalog.root, marts.files))
                 finally:
                     if not listed.done():
                         listed.set_result({})
@@ -156,7 +156,17 @@ def current_marts(catalog, snapshot, rules, only=None):
 
 def _derived_from(snapshot, rules):
     """What the done file records a refresh derived from (beside the DuckDB file's stamp)."""
-    return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
+    return {"versions": snapshot.versions, "seq": snapshot.seq,
+            "fingerprint": library_fingerprint(rules)}
+
+
+def _snapshot_of(done):
+    """The snapshot the done file says the last refresh derived from (its versions and seq),
+    or None (none recorded, or an earlier tracewh's record)."""
+    try:
+        return Snapshot(dict(done["versions"]), int(done["seq"]), ())
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def mark_for_recompute(catalog, run):

@@ -55,7 +55,9 @@ def refresh_derived(catalog, verify=False):
             for name in remade:
                 remove_mart(mart_path(catalog.root, name))
         before = _read_json(done_file)
-        if before == {**done, "file": _stamp(catalog.root / FILE_NAME)} and not recompute:
+        if (isinstance(before, dict) and {**before, "seq": None} == {
+                **done, "file": _stamp(catalog.root / FILE_NAME), "seq": None}
+                and not recompute):
             return DerivedRefresh(up_to_date=True)
         try:
             # The DuckDB file does not read the marts: it is written beside them, on the
@@ -79,8 +81,8 @@ def refresh_derived(catalog, verify=False):
                     if not listed.done():
                         listed.set_result({})
                 file_seconds = file_written.result()[1] - sum(waited)
-            links.write_text(done_file,
-                             json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
+            links.write_text(done_file, json.dumps(
+                {**done, "file": _stamp(catalog.root / FILE_NAME), "seq": snapshot.seq}))
             recompute_file.unlink(missing_ok=True)
         except (OSError, duckdb.Error) as error:  # the caller says what it committed
             raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "
@@ -156,13 +158,13 @@ def current_marts(catalog, snapshot, rules, only=None):
 
 def _derived_from(snapshot, rules):
     """What the done file records a refresh derived from (beside the DuckDB file's stamp)."""
-    return {"versions": snapshot.versions, "seq": snapshot.seq,
-            "fingerprint": library_fingerprint(rules)}
+    return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules)}
 
 
 def _snapshot_of(done):
-    """The snapshot the done file says the last refresh derived from (its versions and seq),
-    or None (none recorded, or an earlier tracewh's record)."""
+    """The snapshot the done file says the last refresh derived from (its versions, and its
+    seq, recorded beside them since the refresh lists a new run's files from the commits
+    after it), or None (none recorded, or an earlier tracewh's record)."""
     try:
         return Snapshot(dict(done["versions"]), int(done["seq"]), ())
     except (KeyError, TypeError, ValueError):

@@ -55,9 +55,9 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
         copies.append(set(copied))
         return connection.connect(*args, copied=copied, **options)
 
-    def copy_spy(connection_, catalog_, snapshot, runs, tables):
+    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None):
         copies.append(("attached", set(tables)))
-        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables)
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed)
 
     monkeypatch.setattr(marts, "connect", connect_spy)
     monkeypatch.setattr(marts, "copy_runs", copy_spy)
@@ -221,6 +221,41 @@ def test_a_second_run_leaves_the_first_run_s_mart_files_and_equals_a_full_recomp
     assert refresh_derived(catalog).runs == ["a", "b"]
     for name in MARTS:
         assert sorted_frame(mart_frame(warehouse, name)).equals(incremental[name]), name
+
+
+def test_a_new_run_s_files_are_those_the_commits_since_the_last_refresh_added(
+        tracewh, two_runs, monkeypatch):
+    """The refresh after a new run reads its files from the Delta commits since the last
+    refresh, not from the tables' logs loaded whole: the same files the logs list. A run
+    held before (a rank replaced) is listed from the logs."""
+    listings = []
+
+    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None):
+        listings.append((snapshot, set(runs), listed))
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed)
+
+    monkeypatch.setattr(marts, "copy_runs", copy_spy)
+    tracewh("ingest", *DLRM[4:6], "--run", "c", "--phase", "train")
+    ((snapshot, runs, listed),) = listings
+    assert runs == {"c"} and listed is not None
+    expected = snapshot.paths(two_runs, {"c"}, list(listed))
+    assert {table: sorted(path for path, _ in found) for table, found in listed.items()} == {
+        table: sorted(found) for table, found in expected.items()}
+    assert sum(map(len, expected.values())) >= 2 * len(marts.SUMMARIES)  # two ranks' files
+    tracewh("ingest", DLRM[0], "--run", "c", "--phase", "train", "--rank", "5", "--replace")
+    assert listings[1][1] == {"c"} and listings[1][2] is None
+
+
+def test_a_new_run_s_file_changed_before_its_refresh_is_named(tracewh, two_runs):
+    """The files of a new run, listed from the commits since the last refresh, are checked
+    against the sizes those commits recorded, as the logs' listing is."""
+    _ingest_killed_before_its_refresh(two_runs, DLRM[5], "late")
+    (changed,) = (two_runs / "kernels").glob("run=late/*/*/*.parquet")
+    with open(changed, "ab") as handle:
+        handle.write(b"x")
+    result = tracewh("refresh", expect=None)
+    assert result.exit_code != 0 and str(changed) in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
 def test_a_mart_made_again_alone_leaves_the_others_rows_single(tracewh, two_runs):

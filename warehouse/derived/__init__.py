@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from ..storage import links
+from ..storage.catalog import Snapshot
 from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
@@ -54,8 +55,10 @@ def refresh_derived(catalog, verify=False):
             done_file.unlink(missing_ok=True)
             for name in remade:
                 remove_mart(mart_path(catalog.root, name))
-        if _read_json(done_file) == {**done, "file": _stamp(catalog.root / FILE_NAME)} \
-                and not recompute:
+        before = _read_json(done_file)
+        if (isinstance(before, dict) and {**before, "seq": None} == {
+                **done, "file": _stamp(catalog.root / FILE_NAME), "seq": None}
+                and not recompute):
             return DerivedRefresh(up_to_date=True)
         try:
             # The DuckDB file does not read the marts: it is written beside them, on the
@@ -73,15 +76,14 @@ def refresh_derived(catalog, verify=False):
                                              None, listing)
                 try:
                     marts, marts_seconds = _timed(refresh_marts, catalog, snapshot, rules,
-                                                  recompute)
-                    listed.set_result(mart_listing(catalog.root, current_mart_files(
-                        catalog.root, snapshot, rules)))
+                                                  recompute, _snapshot_of(before))
+                    listed.set_result(mart_listing(catalog.root, marts.files))
                 finally:
                     if not listed.done():
                         listed.set_result({})
                 file_seconds = file_written.result()[1] - sum(waited)
-            links.write_text(done_file,
-                             json.dumps({**done, "file": _stamp(catalog.root / FILE_NAME)}))
+            links.write_text(done_file, json.dumps(
+                {**done, "file": _stamp(catalog.root / FILE_NAME), "seq": snapshot.seq}))
             recompute_file.unlink(missing_ok=True)
         except (OSError, duckdb.Error) as error:  # the caller says what it committed
             raise FollowUpFailed(f"{catalog.root}: the marts and {FILE_NAME} were not brought "
@@ -160,6 +162,16 @@ def _derived_from(snapshot, rules):
     DuckDB file of an earlier format is written again by the next refresh."""
     return {"versions": snapshot.versions, "fingerprint": library_fingerprint(rules),
             "files": FILES_FORMAT}
+
+
+def _snapshot_of(done):
+    """The snapshot the done file says the last refresh derived from (its versions, and its
+    seq, recorded beside them since the refresh lists a new run's files from the commits
+    after it), or None (none recorded, or an earlier tracewh's record)."""
+    try:
+        return Snapshot(dict(done["versions"]), int(done["seq"]), ())
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def mark_for_recompute(catalog, run):

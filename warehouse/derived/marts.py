@@ -128,6 +128,7 @@ class MartPlan:
 class MartsRefresh:
     runs: list  # the runs recomputed (in any mart)
     marts: int  # marts committed
+    files: dict = field(default_factory=dict)  # {mart: [DataFile]}: live after the refresh
 
 
 def mart_path(root, name):
@@ -189,17 +190,27 @@ def current_mart_files(root, snapshot, rules, only=None):
     return current
 
 
-def mart_listing(root, names):
-    """{mart: [(path, size)]} of the live files of the marts `names` (current ones, from
-    `current_mart_files`), their sizes as their commits recorded them: what tracewh.duckdb
-    records for the queries it answers to read (and check) instead of computing the views."""
+def mart_listing(root, files):
+    """{mart: [(path, size)]} of the marts' live files as the refresh left them (`files`,
+    {mart: [DataFile]}, see MartsRefresh), their sizes as their commits recorded them: what
+    tracewh.duckdb records for the queries it answers to read (and check) instead of
+    computing the views. A mart with a file of another size on disk (changed outside
+    tracewh: a stat each) is left out, as `current_mart_files` leaves it: not current until
+    a refresh makes it again. From the refresh's own plans and commits, not the marts' logs
+    loaded again (delta-rs: ~5 ms of CPU a mart, more as its log grows)."""
     listing = {}
-    for name in names:
-        path = mart_path(root, name)
-        version = delta.latest_version(path)
-        listing[name] = list(zip(delta.live_paths(path, version),
-                                 delta.live_sizes(path, version)))
+    for name, live in files.items():
+        found = [(mart_path(root, name) / f.path, f.size) for f in live]
+        if all(_has_size(path, size) for path, size in found):
+            listing[name] = [(str(path), size) for path, size in found]
     return listing
+
+
+def _has_size(path, size):
+    try:
+        return storage.of(path).size(path) == size
+    except FileNotFoundError:
+        return False
 
 
 def changed_marts(root):
@@ -221,11 +232,13 @@ def _fingerprint(rules):
     return f"{FORMAT}-{library_fingerprint(rules)}"
 
 
-def refresh_marts(catalog, snapshot, rules, recompute=()):
+def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
     """Bring every mart to `snapshot` under the kernel `rules` (under the writers' lock,
     which the caller holds); the runs in `recompute` are computed again in any case (or
-    dropped, when gone)."""
-    newest, events = _runs_held(catalog, snapshot)
+    dropped, when gone). `since`: the snapshot the last refresh derived every mart from,
+    when known (see _files_since)."""
+    held = _runs_held(catalog, snapshot)
+    newest, events = held.newest, held.events
     fingerprint = _fingerprint(rules)
     local = catalog.store.local
     with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
@@ -237,14 +250,17 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
         plan.recompute |= set(recompute) & set(newest)
         plan.drop |= set(recompute) - set(newest)
     runs = set().union(*(plan.recompute for plan in plans.values()))
+    files = {name: plan.live for name, plan in plans.items() if not plan.superseded}
     if not any(plan.needed for plan in plans.values()):
-        return MartsRefresh([], 0)
+        return MartsRefresh([], 0, files)
     needed = {name: plan for name, plan in plans.items() if plan.needed}
     computed = {name: [] for name in needed}
     ordered = sorted(runs)
     batches = [ordered[i:i + RUNS_AT_ONCE] for i in range(0, len(ordered), RUNS_AT_ONCE)]
     for batch in batches or [[]]:  # no run to compute (only runs to drop): empty rows
-        for name, rows in _compute(catalog, snapshot, rules, batch, events, needed).items():
+        listed = _files_since(catalog, since, snapshot, batch, held.oldest)
+        for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
+                                   listed).items():
             computed[name].append(rows)
     def commit(name):
         # the rows of the runs any mart recomputes: this mart keeps those of its own (a
@@ -257,22 +273,24 @@ def refresh_marts(catalog, snapshot, rules, recompute=()):
             rows = rows.filter(kept)
         schema = rows.schema
         rows = rows.cast(_text_as_dictionaries(schema))
-        _commit(mart_path(catalog.root, name), plan, rows, schema,
-                {STATE_KEY: {"seq": snapshot.seq, "fingerprint": fingerprint}})
+        return _commit(mart_path(catalog.root, name), plan, rows, schema,
+                       {"seq": snapshot.seq, "fingerprint": fingerprint})
 
     # each mart's commit syncs a file or two (0.27 s of a small run's refresh one after the
     # other, on a loaded machine): the marts are separate tables, committed at once
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        list(pool.map(commit, needed))
-    return MartsRefresh(sorted(runs), len(needed))
+        files.update(zip(needed, pool.map(commit, needed)))
+    return MartsRefresh(sorted(runs), len(needed), files)
 
 
-def _compute(catalog, snapshot, rules, runs, events, marts):
-    """{mart: its view's rows of `runs`}, for each of `marts`, on one connection."""
+def _compute(catalog, snapshot, rules, runs, events, marts, listed=None):
+    """{mart: its view's rows of `runs`}, for each of `marts`, on one connection. `listed`:
+    the files of `runs` when known already (see _files_since)."""
     tables = tables_read_by(*MARTS, "capture_spans")
     small = sum(events[run] for run in runs) <= IN_MEMORY_EVENTS
     live = live_helpers(snapshot, rules)
-    attached = _attached_library(catalog, snapshot, rules, runs, tables) if small else None
+    attached = (_attached_library(catalog, snapshot, rules, runs, tables, listed) if small
+                else None)
     if attached is not None:
         with attached as connection:
             _compute_once(connection, SHARED, temporary=True)
@@ -287,7 +305,7 @@ def _compute(catalog, snapshot, rules, runs, events, marts):
         return _rows_at_once(connection, list(marts), live)
 
 
-def _attached_library(catalog, snapshot, rules, runs, tables):
+def _attached_library(catalog, snapshot, rules, runs, tables, listed=None):
     """A connection to the library as `tracewh.duckdb` defines it, attached (~0.1 s of CPU
     saved: defining the marts' 27 modules binds each view), its `tables` the rows of `runs`
     copied into memory; None when the file is not of this library, rules and live helpers
@@ -306,7 +324,7 @@ def _attached_library(catalog, snapshot, rules, runs, tables):
         # 8-rank run 0.41 -> 0.33 s)
         connection.execute("SET threads = 1")
         connection.execute("SET enable_progress_bar = false")
-        paths = copy_runs(connection, catalog, snapshot, set(runs), tables)
+        paths = copy_runs(connection, catalog, snapshot, set(runs), tables, listed)
         confine(connection, [path for found in paths.values() for path in found])
     except BaseException:
         connection.close()
@@ -357,19 +375,57 @@ def _rows_at_once(connection, names, live=()):
             each.close()
 
 
+@dataclass
+class RunsHeld:
+    """Of each run the snapshot holds: its traces' newest and oldest ingest_seq, and their
+    events."""
+
+    newest: dict
+    oldest: dict
+    events: collections.Counter
+
+
 def _runs_held(catalog, snapshot):
-    """{run: the newest ingest_seq of its traces}, {run: the events of its traces}."""
+    """The RunsHeld of `snapshot`, from the `traces` log's statistics."""
     rows = catalog.trace_rows(snapshot)
     if rows is None:  # files without statistics: from the rows
         triples = [(t.run, t.ingest_seq, t.events)
                    for t in catalog.stored_traces(None, snapshot=snapshot)]
     else:
         triples = zip(*(rows[name].to_pylist() for name in ("run", "ingest_seq", "events")))
-    newest, events = {}, collections.Counter()
+    held = RunsHeld({}, {}, collections.Counter())
     for run, seq, count in triples:
-        newest[run] = max(seq, newest.get(run, seq))
-        events[run] += count
-    return newest, events
+        held.newest[run] = max(seq, held.newest.get(run, seq))
+        held.oldest[run] = min(seq, held.oldest.get(run, seq))
+        held.events[run] += count
+    return held
+
+
+def _files_since(catalog, since, snapshot, runs, oldest):
+    """{table: [(path, size)]} of the files of `runs` at `snapshot` in the tables the marts
+    read, from the commits since `since` (the snapshot the last refresh derived from) alone,
+    when every trace of those runs was committed after it (a new run, the usual refresh):
+    each of their files was then added by one of those commits, and none of them removed
+    since (Delta's net adds). The tables' logs are not loaded, which costs delta-rs more as
+    a table grows (~10 ms of CPU a table at 10 runs, ~45 ms at 1,000), not as the new run
+    does. None otherwise (a local warehouse's refresh only: see refresh_derived)."""
+    if (since is None or not runs or since.seq > snapshot.seq
+            or any(oldest[run] <= since.seq for run in runs)):
+        return None
+    listed, wanted = {}, set(runs)
+    for table in tables_read_by(*MARTS, "capture_spans"):
+        first, last = since.versions.get(table), snapshot.versions.get(table)
+        if first is None or last is None or first > last:
+            return None
+        try:
+            changes = delta.changes(catalog.table_path(table), first, last)
+        except delta.DamagedLog:  # listed from the log whole, which says what is wrong
+            return None
+        if changes is None:  # a commit file gone (log cleanup)
+            return None
+        listed[table] = [(f"{catalog.table_path(table)}/{name}", size)
+                         for name, run, size in changes[0] if run in wanted]
+    return listed
 
 
 def _plan(path, newest, snapshot, fingerprint, local=True):
@@ -386,12 +442,24 @@ def _plan(path, newest, snapshot, fingerprint, local=True):
             return MartPlan(version, False, superseded=True)
         if state is None or state["fingerprint"] != fingerprint or state["seq"] > snapshot.seq:
             return MartPlan(version, True, set(newest))
-        live = delta.live_files(path, version)
+        live = _live_files(path, version, state)
     except delta.DamagedLog:  # damaged from outside; what it derives is made again whole
         remove_mart(path)
         return MartPlan(None, True, set(newest))
     return MartPlan(version, False, {run for run, seq in newest.items() if seq > state["seq"]},
                     live=live, restate=not local and state["seq"] != snapshot.seq)
+
+
+def _live_files(path, version, state):
+    """The mart's live files at `version`, its newest, as that commit's `state` lists them
+    (every refresh's commit records them: a mart keeps few files), its log checked for
+    damage as loading it checks it (a stat a commit); loaded from the log (delta-rs, ~5 ms
+    of CPU a mart) for a state without them, an earlier tracewh's."""
+    if "files" not in state:
+        return delta.live_files(path, version)
+    delta.check_commits(path, delta.first_replayed(path, version), version)
+    return [DataFile(name, None, None, None, rows, size, runs=(first, last))
+            for name, rows, size, first, last in state["files"]]
 
 
 def _rows(connection, name, live=()):
@@ -415,17 +483,18 @@ def _rows(connection, name, live=()):
                                                                       relative)
 
 
-def _commit(path, plan, rows, schema, info):
+def _commit(path, plan, rows, schema, state):
     """Commit the rows computed of the recomputed runs (`schema`, held as
     _text_as_dictionaries of it) in place of those runs' rows: the files that hold a
     recomputed or dropped run are rewritten without it, and the small files of the new
     file's tier merged when they are full (see the module's docstring), all in one new
-    file."""
-    from deltalake import DeltaTable
-
+    file, whose commit records the mart's `state` and live files after it (see _live_files).
+    Return those files."""
     version = plan.version
     gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
     if plan.rebuild:  # a new schema; every file removed
+        from deltalake import DeltaTable
+
         DeltaTable.create(str(path), schema=schema,
                           mode="ignore" if version is None else "overwrite",
                           storage_options=storage.of(path).delta_options())
@@ -439,9 +508,12 @@ def _commit(path, plan, rows, schema, info):
                              rows.num_rows + sum(table.num_rows for table in kept))
     merged = pa.concat_tables([*kept, *(_read(path, f, rows.schema) for f in merging), rows])
     actions = [delta.remove_action(f) for f in removed + merging]
-    if merged.num_rows:
-        actions.append(delta.add_action(_write(path, merged)))
-    delta.commit(path, version + 1, actions, "WRITE", info)
+    added = [_write(path, merged)] if merged.num_rows else []
+    after = [f for f in live if f not in removed and f not in merging] + added
+    files = [[f.path, f.rows, f.size, *(f.runs or (None, None))] for f in after]
+    delta.commit(path, version + 1, [*actions, *map(delta.add_action, added)], "WRITE",
+                 {STATE_KEY: {**state, "files": files}})
+    return after
 
 
 def _text_as_dictionaries(schema):

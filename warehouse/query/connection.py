@@ -15,8 +15,8 @@ import duckdb
 
 from ..storage.base import ChangedObject
 from ..storage.delta_log import changed_problem, size_problem
-from ..storage.integrity import (EVENT_TABLES, check_counts, check_sizes, file_error,
-                                 missing_file_error)
+from ..storage.integrity import (EVENT_TABLES, check_counts, check_listed_sizes, check_sizes,
+                                 file_error, missing_file_error)
 from ..storage.schema import TABLES
 from .define import define_library
 from .statements import confine
@@ -95,12 +95,18 @@ def local_copies(catalog, paths, sizes):
     return copies
 
 
-def copy_runs(connection, catalog, snapshot, runs, tables):
+def copy_runs(connection, catalog, snapshot, runs, tables, listed=None):
     """Copy the rows of `runs` of `tables` at `snapshot` into TEMP tables of their names on
     `connection`, checked as `connect` checks them: what the views of an attached catalog
-    (`prepared.attach_library`) then read instead of the catalog's tables. The paths of the
-    files read, {table: [path]}."""
-    paths = _files(catalog, snapshot, runs, tables)
+    (`prepared.attach_library`) then read instead of the catalog's tables. `listed`: their
+    files, {table: [(path, size its commit recorded)]}, when the caller knows them already
+    (else they are listed from the tables' logs). The paths of the files read, {table:
+    [path]}."""
+    if listed is None:
+        paths = _files(catalog, snapshot, runs, tables)
+    else:
+        check_listed_sizes(catalog.root, listed)
+        paths = {table: [path for path, _ in found] for table, found in listed.items()}
     for name in tables:
         _table_view(connection, catalog.root, TABLES[name], paths, copy=True, temporary=True)
     return paths

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import delta, layout
+from .delta_log import changed_problem, size_problem
 from .. import storage
 from .catalog import TRACES
 from ..errors import HINT, WarehouseError
@@ -92,6 +93,21 @@ def check_sizes(root, snapshot, tables, runs=None):
     for table in tables:
         _raise_first(root, table, delta.changed_files(storage.location(root) / table,
                                                       snapshot.versions[table], runs))
+
+
+def check_listed_sizes(root, listed):
+    """check_sizes of files whose recorded sizes are known ({table: [(path, size)]}): a stat
+    each, no log read. A missing file is left to its reader, as there."""
+    for table, found in listed.items():
+        for path, recorded in found:
+            where = storage.location(path)
+            try:
+                size = storage.of(where).size(where)
+            except FileNotFoundError:
+                continue
+            if size != recorded:
+                raise file_error(root, table, path,
+                                 changed_problem(size_problem(size, recorded)))
 
 
 def check_files(root, snapshot):

@@ -4,19 +4,25 @@ a cluster's, which write the Parquet straight into the warehouse's storage.
 A file up to the pipeline's large-file size is one job, which stages it as the in-process
 path does (the same pipeline, in one process). A larger one is cut into chunks here, as the
 in-process ingest's parent cuts it (reading and hashing every byte, the one pass that cannot
-be shared), and each chunk is normalised by a job of its own, which sends back its summary and
-its part files' bytes (an uncompressed file's chunk is read by the job itself, from the file);
-one more job takes the chunks' results where the engine holds them and measures the per-trace
-tables from them (`pipeline.finish_staging`). Either way the trace's last job writes its parts
-into their partitions under the names the in-process commit gives them
-(`<table>/run=/phase=/rank=/<trace_id>-<part>.parquet`), and returns the file's IngestOutcome
-and a WrittenTrace: its DataFiles (path, size, rows, sha256, partition values) and the schema
-read back from each table's file. This process, the driver, commits them all at once
-(`storage.batch`): one commit per table, `traces` last with the ingest's Delta transaction,
-so a driver run again with the same transaction id commits nothing twice. A job whose worker
-died is run again by the engine: a whole file's under a new trace id (the files the dead
-attempt wrote are named by no commit, and `vacuum` removes them), a large file's last job
-under the trace id its chunks were normalised with (the same files written again).
+be shared), and each chunk is normalised by a job of its own (an uncompressed file's chunk
+is read by the job itself, from the file), which writes its part files into the warehouse,
+in the partition the trace is expected in (its run and phase, and the rank known before its
+events: `expected_place`) under the names the commit gives them, and sends back its summary
+and their sha256: no table's bytes pass through the engine. One more job reads the chunks'
+files back and measures the per-trace tables from them (`pipeline.finish_staging`, which
+also rebases the times when the base time guessed was wrong, and merges small parts); it
+writes what the chunks' files are not: the measured tables, merged and rebased parts under
+part numbers of their own, and every part of a trace found to belong to another partition.
+Either way the trace's last job returns the file's IngestOutcome and a WrittenTrace: its
+DataFiles (path, size, rows, sha256, partition values), the schema read back from each
+table's file, and the chunks' files it does not name (deleted once it is committed). This
+process, the driver, commits them all at once (`storage.batch`): one commit per table,
+`traces` last with the ingest's Delta transaction, so a driver run again with the same
+transaction id commits nothing twice. A job whose worker died is run again by the engine: a
+whole file's under a new trace id (the files the dead attempt wrote are named by no commit,
+and `vacuum` removes them once older than its window for ingests in flight), a chunk's
+under its trace's id (the same files written again), a large file's last job likewise,
+reading the chunks' files as they were written (it never writes over one).
 """
 
 import os
@@ -27,9 +33,11 @@ from pathlib import Path
 
 from tracewh.errors import TraceError
 from tracewh.storage.batch import Transaction, commit_written, discard_written, write_trace
-from tracewh.storage.catalog import Catalog
+from tracewh.storage.catalog import Catalog, StagedTrace
 from tracewh.storage.layout import staged_name
 
+from . import identity
+from .metadata import decode_metadata
 from .pipeline import (IngestOutcome, StagedChunks, _check_unchanged, _Committer, _stage_file,
                        _unchanged, failed_outcome, finish_staging, is_large, open_reader,
                        process_chunk, staged_or_failed, start_trace)
@@ -66,56 +74,84 @@ def decode_job(root, path, options, kill_marker=None):
     return _written(catalog, _stage_file(catalog, path, options), kill_marker)
 
 
-def chunk_job(path, chunk, index, trace_id, base_guess, redact_secrets, kill_marker=None):
-    """Normalise the chunk number `index` of a large file: (its ChunkSummary, {table: the
-    bytes of its part file}), or (None, the TraceError or UnconfirmedChunk it raised). Runs
-    in an engine's worker, keeping nothing: the trace's last job writes the parts.
+def chunk_job(root, path, chunk, index, place, base_guess, redact_secrets, kill_marker=None):
+    """Normalise the chunk number `index` of a large file and write its part files into the
+    warehouse at `root`, in the partition of `place` (a StagedTrace without parts: where the
+    trace is expected) under the names its commit gives them: (its ChunkSummary, {table:
+    the sha256 of its file}), or (None, the TraceError or UnconfirmedChunk it raised). Runs
+    in an engine's worker; a job run again writes the same files again.
     `kill_marker`: tests only (KILL_FIRST_CHUNK)."""
+    catalog = Catalog(root)
     with tempfile.TemporaryDirectory(prefix="tracewh-chunk-") as directory:
         directory = Path(directory)
         try:
             with PartFiles(directory, index) as files:
-                summary = process_chunk(path, chunk, index, trace_id, files, base_guess,
+                summary = process_chunk(path, chunk, index, place.trace_id, files, base_guess,
                                         redact_secrets)
         except (TraceError, UnconfirmedChunk) as error:
             return None, error
+        written = {}
+        for name in summary.rows:
+            source = directory / staged_name(name, index)
+            data_file = place.data_file(name, index, source)
+            catalog.prepare_partition(name, place)
+            catalog.store.put_file(source, catalog.table_path(name) / data_file.path)
+            written[name] = data_file.sha256
         if kill_marker is not None:
             _die_first_time(kill_marker)
-        return summary, {name: (directory / staged_name(name, index)).read_bytes()
-                         for name in summary.rows}
+        return summary, written
 
 
-def trace_job(root, path, options, start, read, kill_marker, *chunks):
-    """Stage a large file from its chunks' results (chunk_job's, in file order) and what
-    reading it found (`read`: StagedChunks with its metadata, sha256 and size), then write
-    its parts into the warehouse at `root`: as decode_job; or (None, None) when a chunk cut
-    unconfirmed was not what it seemed (the file is to be cut again, confirming each cut).
-    The first failure in file order is the file's, as in the in-process ingest."""
+def trace_job(root, path, options, start, read, place, kill_marker, *chunks):
+    """Stage a large file from its chunks' results (chunk_job's, in file order: their part
+    files are read back from the warehouse) and what reading it found (`read`: StagedChunks
+    with its metadata, sha256 and size), then write its parts into the warehouse at `root`,
+    but for the chunks' files that are its parts as they are: as decode_job; or (None, None)
+    when a chunk cut unconfirmed was not what it seemed (the file is to be cut again,
+    confirming each cut). The first failure in file order is the file's, as in the
+    in-process ingest."""
     catalog = Catalog(root)
-    for summary, failure in chunks:
-        if summary is None:
-            if isinstance(failure, UnconfirmedChunk):
-                return None, None
-            return failed_outcome(catalog, path, failure), None
-    return _written(catalog, staged_or_failed(catalog, path, _from_chunks, options, start,
-                                              read, chunks), kill_marker)
+    in_place = {(name, place.part_path(summary.part)): sha256
+                for summary, written in chunks if summary is not None
+                for name, sha256 in written.items()}
+    failures = [failure for summary, failure in chunks if summary is None]
+    if failures:
+        _delete(catalog, in_place)
+        if isinstance(failures[0], UnconfirmedChunk):
+            return None, None
+        return failed_outcome(catalog, path, failures[0]), None
+    staged = staged_or_failed(catalog, path, _from_chunks, options, start, read, catalog,
+                              place, chunks)
+    if isinstance(staged, IngestOutcome):
+        _delete(catalog, in_place)
+    return _written(catalog, staged, kill_marker, in_place)
 
 
-def _from_chunks(path, options, staging, start, read, chunks):
-    for summary, parts in chunks:
-        for name, data in parts.items():
-            (staging / staged_name(name, summary.part)).write_bytes(data)
+def _delete(catalog, in_place):
+    """Delete the chunks' files of a trace that failed: nothing will commit them."""
+    for name, relative in in_place:
+        catalog.store.delete(catalog.table_path(name) / relative)
+
+
+def _from_chunks(path, options, staging, start, read, catalog, place, chunks):
+    """finish_staging of the chunks' part files, read back from the warehouse: the
+    per-trace tables are measured from the whole trace's columns."""
+    for summary, written in chunks:
+        for name in written:
+            where = catalog.table_path(name) / place.part_path(summary.part)
+            (staging / staged_name(name, summary.part)).write_bytes(
+                catalog.store.read_bytes(where))
         read.add(summary)
     return finish_staging(path, options, staging, start, read)
 
 
-def _written(catalog, staged, kill_marker):
+def _written(catalog, staged, kill_marker, in_place=None):
     """(IngestOutcome, WrittenTrace) of a StagedFile written into its partitions (its
-    staging removed), or (the failed IngestOutcome, None)."""
+    staging removed; `in_place`: see write_trace), or (the failed IngestOutcome, None)."""
     if isinstance(staged, IngestOutcome):
         return staged, None
     try:
-        written = write_trace(catalog, staged.trace, staged.staging)
+        written = write_trace(catalog, staged.trace, staged.staging, in_place)
     finally:
         staged.discard()
     if kill_marker is not None:
@@ -135,19 +171,38 @@ def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=
             trace_reader = open_reader(trace_file, path, options, confirm_cuts,
                                        elsewhere=True)
             queued = CHUNKS_QUEUED_PER_SLOT * engine.slots()
+            place = None
             for index, chunk in enumerate(trace_reader.chunks()):
+                place = place or expected_place(path, options, start, trace_reader.metadata)
                 engine.throttle(chunks, queued)
-                chunks.append(engine.submit(chunk_job, path, chunk, index, start.trace_id,
+                chunks.append(engine.submit(chunk_job, catalog.root, path, chunk, index, place,
                                             start.base_guess, not options.keep_secrets,
                                             chunk_kill_marker))
+            place = place or expected_place(path, options, start, trace_reader.metadata)
             read = StagedChunks(metadata=trace_reader.metadata)
             read.sha256, read.size = trace_file.finish()
         _check_unchanged(path, start.state, read.size)
     except (TraceError, OSError, RecursionError, MemoryError) as error:
         engine.cancel(chunks)
         return failed_outcome(catalog, path, error)
-    return engine.submit(trace_job, catalog.root, path, options, start, read, kill_marker,
-                         *chunks)
+    return engine.submit(trace_job, catalog.root, path, options, start, read, place,
+                         kill_marker, *chunks)
+
+
+def expected_place(path, options, start, metadata):
+    """Where a large file's chunks are written, before its events are read: a StagedTrace
+    without parts, in the run and phase of `start` and the rank that the options, the
+    distributedInfo of the `metadata` read so far (the keys before traceEvents, raw) or the
+    file's name give. A trace found elsewhere once read (a capture's phase, a
+    distributedInfo after its events) has its files written again where it belongs."""
+    distributed = decode_metadata({key: raw for key, raw in metadata.items()
+                                   if key == "distributedInfo"}).get("distributedInfo")
+    try:
+        rank = identity.resolve_rank(options.rank, distributed
+                                     if isinstance(distributed, dict) else {}, path)
+    except TraceError:  # the trace's own job fails it, naming the problem
+        rank = 0
+    return StagedTrace(start.trace_id, "", start.run, start.phase, rank, {})
 
 
 def _die_first_time(marker):

@@ -32,7 +32,8 @@ import uuid
 from pathlib import Path
 
 from tracewh.errors import TraceError
-from tracewh.storage.batch import Transaction, commit_written, discard_written, write_trace
+from tracewh.storage.batch import (Transaction, commit_written, discard_leftovers,
+                                   discard_written, write_trace)
 from tracewh.storage.catalog import Catalog, StagedTrace
 from tracewh.storage.layout import staged_name
 
@@ -133,6 +134,18 @@ def _delete(catalog, in_place):
         catalog.store.delete(catalog.table_path(name) / relative)
 
 
+def _discard_chunks(engine, catalog, place, chunks):
+    """Delete the files of the chunks of a file that failed while it was cut: each chunk's
+    job (few are queued) is let finish, then what it wrote is deleted."""
+    for handle in chunks:
+        try:
+            summary, written = engine.result(handle)
+        except Exception:  # noqa: BLE001 - the job's own failure, after the file's (the one
+            continue  # reported): what it wrote, if anything, is vacuum's
+        if summary is not None:
+            _delete(catalog, [(name, place.part_path(summary.part)) for name in written])
+
+
 def _from_chunks(path, options, staging, start, read, catalog, place, chunks):
     """finish_staging of the chunks' part files, read back from the warehouse: the
     per-trace tables are measured from the whole trace's columns."""
@@ -164,14 +177,13 @@ def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=
     """Cut the large file `path` here (hashing it), each chunk normalised by a chunk_job,
     then its trace_job: the trace_job's handle, or the file's failed IngestOutcome.
     `kill_marker`, `chunk_kill_marker`: tests only (KILL_FIRST_JOB, KILL_FIRST_CHUNK)."""
-    chunks = []
+    chunks, place = [], None
     try:
         start = start_trace(path, options)
         with HashedTrace(path) as trace_file:
             trace_reader = open_reader(trace_file, path, options, confirm_cuts,
                                        elsewhere=True)
             queued = CHUNKS_QUEUED_PER_SLOT * engine.slots()
-            place = None
             for index, chunk in enumerate(trace_reader.chunks()):
                 place = place or expected_place(path, options, start, trace_reader.metadata)
                 engine.throttle(chunks, queued)
@@ -183,7 +195,7 @@ def submit_large(engine, catalog, path, options, kill_marker=None, confirm_cuts=
             read.sha256, read.size = trace_file.finish()
         _check_unchanged(path, start.state, read.size)
     except (TraceError, OSError, RecursionError, MemoryError) as error:
-        engine.cancel(chunks)
+        _discard_chunks(engine, catalog, place, chunks)
         return failed_outcome(catalog, path, error)
     return engine.submit(trace_job, catalog.root, path, options, start, read, place,
                          kill_marker, *chunks)
@@ -268,6 +280,7 @@ def ingest_with_engine(catalog, paths, options, engine, transaction=None, on_don
         engine.cancel(pending)
     if options.strict and any(outcome.status == "failed" for outcome in outcomes):
         discard_written(catalog, written.values())
+        discard_leftovers(catalog, written.values())
         for index in written:
             outcomes[index] = IngestOutcome(outcomes[index].path, "skipped")
         return outcomes

@@ -408,6 +408,19 @@ def test_cuts_to_confirm_and_a_bad_chunk_as_in_process(tmp_path, monkeypatch):
     assert table_contents(tmp_path / "engine") == table_contents(tmp_path / "reference")
 
 
+def test_no_chunk_file_is_left_by_a_failed_or_strict_ingest(tmp_path, monkeypatch):
+    """The chunks' files of a file whose cuts were wrong (cut again under a new trace id),
+    of a file that fails, and under --strict of a file staged whole, are all deleted: no
+    file is left in the partitions."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 16 << 10)
+    files = [_odd_trace(tmp_path / "odd.json"), _odd_trace(tmp_path / "bad.json", True)]
+    with tracewh.open(tmp_path / "wh") as opened:
+        outcomes = opened.ingest_files(files, ingest_options(run="odd", phase="train",
+                                                             strict=True), engine=InProcess())
+    assert [o.status for o in outcomes] == ["skipped", "failed"]
+    assert not list((tmp_path / "wh").glob("*/run=*/*/*/*.parquet"))
+
+
 def test_a_transaction_is_committed_once(tmp_path):
     catalog, written = _written(tmp_path / "wh", FEW[:2])
     results, before = commit_written(catalog, written, Transaction("app", 3))

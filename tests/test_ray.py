@@ -24,7 +24,7 @@ import tracewh
 from tracewh import storage
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
-from tracewh.ingest import reader
+from tracewh.ingest import distributed, reader
 from tracewh.ingest.distributed import (KILL_FIRST_CHUNK, KILL_FIRST_JOB, decode_job,
                                         new_transaction)
 from tracewh.ingest.engines import InProcess
@@ -91,8 +91,10 @@ def large_expected(large_reference):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Files over SMALL_BLOCK are large, cut into chunks of it (by this process: the
-    driver)."""
+    driver), whose part files, however small, are written into the warehouse by their
+    jobs."""
     monkeypatch.setattr(reader, "BLOCK_SIZE", SMALL_BLOCK)
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 0)
 
 
 def _chunk_files(warehouse, table="cpu_ops"):
@@ -324,6 +326,17 @@ def test_chunk_files_are_committed_as_their_jobs_wrote_them(tmp_path, large_expe
         assert len(written) > 50 and len(written) - len(committed) in (1, 2, 3)
 
 
+def test_small_chunk_files_are_sent_back(tmp_path, small_blocks, monkeypatch):
+    """A chunk's part files below SENT_BELOW_BYTES are sent back with its summary, not
+    written into the warehouse: train.json's chunks of 48 KB make none larger than 32 KB,
+    so every data file written is one its trace's job wrote, and is committed."""
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 32 << 10)
+    trace = shared("deepseek-profile-data/train.json")
+    tables = _ingest_both(tmp_path, trace, _puts(monkeypatch))
+    assert len(tables["written"]) > 100
+    assert set(tables["written"]) == {path for path in tables["live"] if "/traces/" not in path}
+
+
 def test_chunk_files_rebased(tmp_path, small_blocks, monkeypatch):
     """A gzipped trace's base time is not guessed: its chunks' files, written with the times
     as they are, are rebased by the trace's job, which writes every part under a new number
@@ -413,6 +426,7 @@ def test_no_chunk_file_is_left_by_a_failed_or_strict_ingest(tmp_path, monkeypatc
     of a file that fails, and under --strict of a file staged whole, are all deleted: no
     file is left in the partitions."""
     monkeypatch.setattr(reader, "BLOCK_SIZE", 16 << 10)
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 0)
     files = [_odd_trace(tmp_path / "odd.json"), _odd_trace(tmp_path / "bad.json", True)]
     with tracewh.open(tmp_path / "wh") as opened:
         outcomes = opened.ingest_files(files, ingest_options(run="odd", phase="train",

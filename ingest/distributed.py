@@ -54,8 +54,8 @@ CHUNKS_QUEUED_PER_SLOT = 2
 # A chunk's part file smaller than this is sent back with its summary rather than written
 # into the warehouse: a table with few rows is most often merged by the trace's job, and a
 # file written there is a PUT, a GET by that job and a DELETE once merged. The 64-rank bench's
-# 25 MB ranks are cut into 4 chunks, whose 22 part files (3-110 KB) were 16 merged: written
-# each, its 64 ranks ingested into SeaweedFS took 1.09-1.18x as long as with every part sent.
+# 32 MB ranks are cut into 4 chunks, whose 22 part files (3-110 KB) were 16 merged: written
+# each, its 64 ranks took 1.09-1.18x as long to ingest into SeaweedFS as with each sent.
 SENT_BELOW_BYTES = 256 << 10
 
 # Tests only: a directory, whose first job to see it marks it and kills its own worker

@@ -84,7 +84,7 @@ def _matching_objects(url):
     names = where.key.split("/")
     magic = [index for index, name in enumerate(names) if _WILDCARD.search(name)]
     if not magic:
-        raise UsageError(f"{url}: a bucket's name is not a glob")
+        raise UsageError(f"{url}: a glob matches keys, not buckets: name the bucket")
     magic = magic[0]
     folder = storage.Location(where.scheme, where.bucket, "/".join(names[:magic]))
     start = _WILDCARD.split(names[magic], maxsplit=1)[0]

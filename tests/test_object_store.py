@@ -325,10 +325,12 @@ def test_a_glob_of_trace_objects_expands_as_a_local_glob(s3, trace_objects, tmp_
     assert "run a: 2 files ingested" in result.stdout
     assert _rows(tmp_path / "wh", "SELECT rank FROM traces ORDER BY rank") == [
         {"rank": 1}, {"rank": 3}]
-    result = _cli(tmp_path / "wh", "ingest", f"s3://{INPUTS}/dlrm/rank*.json", expect=2)
-    assert error_lines(result.output) == [
-        f"error: s3://{INPUTS}/dlrm/rank*.json: no object matches this glob"]
-    assert "Traceback" not in result.output
+    for url, problem in ((f"s3://{INPUTS}/dlrm/rank*.json", "no object matches this glob"),
+                         ("s3://tracewh-*/dlrm/x.json",
+                          "a glob matches keys, not buckets: name the bucket")):
+        result = _cli(tmp_path / "wh", "ingest", url, expect=2)
+        assert error_lines(result.output) == [f"error: {url}: {problem}"]
+        assert "Traceback" not in result.output
 
 
 def test_trace_objects_with_wrong_keys_are_one_line_and_no_secret(s3, trace_objects,

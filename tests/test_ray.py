@@ -337,6 +337,25 @@ def test_small_chunk_files_are_sent_back(tmp_path, small_blocks, monkeypatch):
     assert set(tables["written"]) == {path for path in tables["live"] if "/traces/" not in path}
 
 
+def test_chunk_files_never_committed_are_vacuumed(tmp_path, small_blocks):
+    """A driver killed after its jobs wrote a large file's chunks' files and its trace's,
+    before it committed them: `vacuum` keeps them while they may be an ingest's in flight
+    (younger than --retain-uncommitted), and deletes them once older."""
+    warehouse = tmp_path / "wh"
+    catalog = Catalog(warehouse)
+    with catalog.locked():  # the tables
+        pass
+    outcome, _ = distributed.submit_large(
+        InProcess(), catalog, shared("deepseek-profile-data/train.json"),
+        ingest_options(run="big", phase="train")).value
+    stray = _partition_files(warehouse)[0]
+    assert outcome.status == "staged" and len(stray) > 150
+    _cli(warehouse, "vacuum", "--retain", "0")
+    assert _partition_files(warehouse)[0] == stray
+    _cli(warehouse, "vacuum", "--retain", "0", "--retain-uncommitted", "0")
+    assert not _partition_files(warehouse)[0]
+
+
 def test_chunk_files_rebased(tmp_path, small_blocks, monkeypatch):
     """A gzipped trace's base time is not guessed: its chunks' files, written with the times
     as they are, are rebased by the trace's job, which writes every part under a new number

@@ -8,10 +8,12 @@ front to back as one streamed GET, and a chunk that another process normalises b
 GET of its own (an engine's worker needs no copy, nor the path of a driver's disk).
 """
 
+import fnmatch
 import glob
 import gzip
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from tracewh import storage
@@ -24,6 +26,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # ~1000x (4 MB holding 4 GB). A plain file has no limit: its size is what it takes on disk.
 GZIP_RATIO_LIMIT = 100
 GZIP_LIMIT_FLOOR = 1 << 30
+_WILDCARD = re.compile(r"[*?[]")  # what makes a name a glob's pattern
 
 
 def is_trace_name(path):
@@ -32,13 +35,15 @@ def is_trace_name(path):
 
 def expand_inputs(patterns):
     """Each PATH argument as a list of trace files: a file as is, a directory as every trace
-    file under it, an s3:// URL as its object or every trace object under it as a prefix,
-    anything else as a glob. Sorted, without repeats."""
+    file under it, an s3:// URL as a glob when it holds one (see `_matching_objects`), else
+    as its object or every trace object under it as a prefix, anything else as a glob.
+    Sorted, without repeats."""
     files = []
     for pattern in patterns:
         path = Path(pattern)
         if storage.is_url(pattern):
-            found = _objects(pattern)
+            found = (_matching_objects(pattern) if _WILDCARD.search(pattern)
+                     else _objects(pattern))
         elif path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and is_trace_name(p))
             if not found:
@@ -67,6 +72,41 @@ def _objects(url):
     if not found:
         raise UsageError(f"{url}: no trace objects (*.json, *.json.gz) under this prefix")
     return found
+
+
+def _matching_objects(url):
+    """The objects a glob URL matches, by the rules of a local glob (recursive): `*`, `?`
+    and `[...]` within one name, `**` as a whole name for any number of folders, a name
+    starting with `.` matched only by a pattern's that starts with one, any suffix (a
+    glob names its files). One listing: of the keys that start as the URL does up to its
+    first wildcard. None matching is a UsageError."""
+    where = storage.location(url)
+    names = where.key.split("/")
+    magic = [index for index, name in enumerate(names) if _WILDCARD.search(name)]
+    if not magic:
+        raise UsageError(f"{url}: a glob matches keys, not buckets: name the bucket")
+    magic = magic[0]
+    folder = storage.Location(where.scheme, where.bucket, "/".join(names[:magic]))
+    start = _WILDCARD.split(names[magic], maxsplit=1)[0]
+    found = [key for key in storage.of(where).keys(folder, start)
+             if _glob_matches(key.key.split("/")[magic:], names[magic:])]
+    if not found:
+        raise UsageError(f"{url}: no object matches this glob")
+    return found
+
+
+def _glob_matches(names, patterns):
+    """Whether a key's names (after the folder listed) match the glob's, as glob.glob
+    matches a path's."""
+    if not patterns:
+        return not names
+    first, rest = patterns[0], patterns[1:]
+    if first == "**":
+        return any(_glob_matches(names[skipped:], rest) for skipped in range(len(names) + 1)
+                   if not any(name.startswith(".") for name in names[:skipped]))
+    return (bool(names) and fnmatch.fnmatchcase(names[0], first)
+            and (first.startswith(".") or not names[0].startswith("."))
+            and _glob_matches(names[1:], rest))
 
 
 def is_object(path):

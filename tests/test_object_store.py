@@ -24,6 +24,7 @@ from tracewh import storage
 from tracewh.cli import cli
 
 from tracewh.ingest import reader
+from tracewh.ingest.sources import expand_inputs
 
 from .conftest import EXAMPLES, error_lines, shared, table_contents
 from .object_store import ACCESS_KEY, SECRET_KEY, make_bucket, seaweedfs
@@ -293,6 +294,43 @@ def test_a_missing_trace_object_or_bucket_is_one_line(s3, trace_objects, tmp_pat
     result = _cli(tmp_path / "wh", "ingest", url, expect=2)
     assert error_lines(result.output) == [line.format(endpoint=s3["AWS_ENDPOINT_URL"])]
     assert "Traceback" not in result.output
+
+
+GLOB_TREE = ["x.json", "a/rank0.json", "a/rank1.json", "a/rank10.json.gz", "a/notes.txt",
+             "a/.hidden.json", "a/[x].json", "a/b/rank2.json", "a/b/c/rank4.json",
+             "a/.h/rank3.json", "ab/rank5.json"]
+GLOBS = ["a/rank*.json", "a/rank?.json", "a/rank[01].json", "a/rank[!0].json*", "a/*",
+         "a/.*", "a/**", "a/**/rank*.json", "**/*.json", "a/*/rank*", "*/b/*/*.json",
+         "a/.h/*", "a/**/c/*", "a/[[]x].json", "a*/rank*", "**", "a/**/.*"]
+
+
+def test_a_glob_of_trace_objects_expands_as_a_local_glob(s3, trace_objects, tmp_path):
+    """s3://bucket/prefix/PATTERN names the objects a local glob names of the same tree:
+    `*`, `?`, `[...]` within a name, `**` across folders, hidden names matched only by a
+    pattern's that starts with a dot; a glob into the DLRM ranks ingests the ones it
+    names; none matching is one line."""
+    bucket = storage.location(f"s3://{INPUTS}")
+    for name in GLOB_TREE:
+        (tmp_path / "tree" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / name).write_text("{}")
+        storage.of(bucket).put_file(tmp_path / "tree" / name, bucket / "tree" / name)
+    for pattern in GLOBS:
+        local = expand_inputs([str(tmp_path / "tree" / pattern)])
+        objects = expand_inputs([f"s3://{INPUTS}/tree/{pattern}"])
+        assert local, pattern
+        assert (sorted(str(key.relative_to(bucket / "tree")) for key in objects)
+                == sorted(str(path.relative_to(tmp_path / "tree")) for path in local)), pattern
+    result = _cli(tmp_path / "wh", "ingest", f"s3://{INPUTS}/dlrm/worker[13]_*.json.gz",
+                  "--run", "a", "--phase", "train")
+    assert "run a: 2 files ingested" in result.stdout
+    assert _rows(tmp_path / "wh", "SELECT rank FROM traces ORDER BY rank") == [
+        {"rank": 1}, {"rank": 3}]
+    for url, problem in ((f"s3://{INPUTS}/dlrm/rank*.json", "no object matches this glob"),
+                         ("s3://tracewh-*/dlrm/x.json",
+                          "a glob matches keys, not buckets: name the bucket")):
+        result = _cli(tmp_path / "wh", "ingest", url, expect=2)
+        assert error_lines(result.output) == [f"error: {url}: {problem}"]
+        assert "Traceback" not in result.output
 
 
 def test_trace_objects_with_wrong_keys_are_one_line_and_no_secret(s3, trace_objects,

@@ -8,10 +8,12 @@ warehouse. The commit's own checks (a missing file, a file of another schema, an
 transaction version), and the chunked path's cuts to confirm and failures, run on the
 in-process engine, without Ray."""
 
+import gzip
 import json
 import os
 import socket
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,7 +24,7 @@ import tracewh
 from tracewh import storage
 from tracewh.cli import cli
 from tracewh.errors import WarehouseError
-from tracewh.ingest import reader
+from tracewh.ingest import distributed, reader
 from tracewh.ingest.distributed import (KILL_FIRST_CHUNK, KILL_FIRST_JOB, decode_job,
                                         new_transaction)
 from tracewh.ingest.engines import InProcess
@@ -31,6 +33,7 @@ from tracewh.storage import delta
 from tracewh.storage.batch import Transaction, commit_written
 from tracewh.storage.catalog import Catalog
 from tracewh.storage.directory import TRACES
+from tracewh.storage.local import LocalStorage
 
 from .conftest import EXAMPLES, error_lines, shared, table_contents
 from .object_store import make_bucket, seaweedfs
@@ -88,8 +91,10 @@ def large_expected(large_reference):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Files over SMALL_BLOCK are large, cut into chunks of it (by this process: the
-    driver)."""
+    driver), whose part files, however small, are written into the warehouse by their
+    jobs."""
     monkeypatch.setattr(reader, "BLOCK_SIZE", SMALL_BLOCK)
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 0)
 
 
 def _chunk_files(warehouse, table="cpu_ops"):
@@ -280,6 +285,128 @@ def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_b
     assert _chunk_files(warehouse) > 20
 
 
+def _puts(monkeypatch):
+    """The paths every file is put at, in order, by any job of this process."""
+    puts = []
+    put_file = LocalStorage.put_file
+    monkeypatch.setattr(LocalStorage, "put_file",
+                        lambda store, source, where: (puts.append(str(where)),
+                                                      put_file(store, source, where)))
+    return puts
+
+
+def _partition_files(warehouse):
+    """(the data files under the tables' partitions, those the snapshot names)."""
+    live = {path for paths in Catalog(warehouse).snapshot().paths(warehouse).values()
+            for path in paths}
+    return {str(p) for p in warehouse.glob("*/run=*/*/*/*.parquet")}, live
+
+
+def test_chunk_files_are_committed_as_their_jobs_wrote_them(tmp_path, large_expected,
+                                                            small_blocks, monkeypatch):
+    """A large file's chunks are written into their partitions by their jobs, once, and
+    committed as they are: the trace's job writes only the per-trace tables and the small
+    parts it merges (neither file has a baseTimeNanoseconds to rebase by), and the chunks'
+    files merged are deleted once committed."""
+    puts = _puts(monkeypatch)
+    warehouse = tmp_path / "wh"
+    with tracewh.open(warehouse) as opened:
+        outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
+                                       engine=InProcess())
+    assert [o.status for o in outcomes] == ["ingested"] * 2
+    assert table_contents(warehouse) == large_expected
+    on_disk, live = _partition_files(warehouse)
+    assert on_disk == live
+    data_puts = [path for path in puts if "/run=" in path and "/traces/" not in path]
+    assert len(data_puts) == len(set(data_puts))  # no file written twice
+    for trace_id in {Path(path).name.split("-")[0] for path in data_puts}:
+        written = [path for path in data_puts if trace_id in path]
+        committed = [path for path in written if path in live]
+        # train.json: 184 files written, 182 committed (two merged); the DLRM rank 59, 57
+        assert len(written) > 50 and len(written) - len(committed) in (1, 2, 3)
+
+
+def test_small_chunk_files_are_sent_back(tmp_path, small_blocks, monkeypatch):
+    """A chunk's part files below SENT_BELOW_BYTES are sent back with its summary, not
+    written into the warehouse: train.json's chunks of 48 KB make none larger than 32 KB,
+    so every data file written is one its trace's job wrote, and is committed."""
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 32 << 10)
+    trace = shared("deepseek-profile-data/train.json")
+    tables = _ingest_both(tmp_path, trace, _puts(monkeypatch))
+    assert len(tables["written"]) > 100
+    assert set(tables["written"]) == {path for path in tables["live"] if "/traces/" not in path}
+
+
+def test_chunk_files_never_committed_are_vacuumed(tmp_path, small_blocks):
+    """A driver killed after its jobs wrote a large file's chunks' files and its trace's,
+    before it committed them: `vacuum` keeps them while they may be an ingest's in flight
+    (younger than --retain-uncommitted), and deletes them once older."""
+    warehouse = tmp_path / "wh"
+    catalog = Catalog(warehouse)
+    with catalog.locked():  # the tables
+        pass
+    outcome, _ = distributed.submit_large(
+        InProcess(), catalog, shared("deepseek-profile-data/train.json"),
+        ingest_options(run="big", phase="train")).value
+    stray = _partition_files(warehouse)[0]
+    assert outcome.status == "staged" and len(stray) > 150
+    _cli(warehouse, "vacuum", "--retain", "0")
+    assert _partition_files(warehouse)[0] == stray
+    _cli(warehouse, "vacuum", "--retain", "0", "--retain-uncommitted", "0")
+    assert not _partition_files(warehouse)[0]
+
+
+def test_chunk_files_rebased(tmp_path, small_blocks, monkeypatch):
+    """A gzipped trace's base time is not guessed: its chunks' files, written with the times
+    as they are, are rebased by the trace's job, which writes every part under a new number
+    (never over a chunk's file, which a job run again reads), and the chunks' files are
+    deleted once it is committed. The rows are the in-process ingest's."""
+    trace = json.loads(shared("deepseek-profile-data/train.json").read_text())
+    trace["baseTimeNanoseconds"] = 1_700_000_000_000_000_000
+    zipped = tmp_path / "based.json.gz"
+    zipped.write_bytes(gzip.compress(json.dumps(trace).encode()))
+    assert zipped.stat().st_size > SMALL_BLOCK  # large: cut into chunks
+    tables = _ingest_both(tmp_path, zipped, _puts(monkeypatch))
+    chunks = {int(Path(path).stem.rsplit("-", 1)[1]) for path in tables["written"]
+              if path not in tables["live"]}
+    assert len(chunks) > 20
+    committed = [int(Path(path).stem.rsplit("-", 1)[1]) for path in tables["live"]
+                 if "/cpu_ops/" in path]
+    assert len(committed) > 10 and min(committed) > max(chunks)
+
+
+def test_chunk_files_of_a_trace_found_in_another_partition(tmp_path, small_blocks, monkeypatch):
+    """A trace whose distributedInfo follows its events is expected at rank 0 while its
+    chunks are written (its name gives none): its trace's job writes every part again under
+    its rank, 3, and nothing is left at rank 0. The rows are the in-process ingest's."""
+    trace = json.loads(shared("deepseek-profile-data/train.json").read_text())
+    trace["distributedInfo"] = {**trace.pop("distributedInfo"), "rank": 3}
+    late = tmp_path / "late.json"
+    late.write_text(json.dumps(trace))  # after traceEvents, as json.loads keeps the order
+    assert late.read_text().index('"distributedInfo"') > late.read_text().index('"traceEvents"')
+    tables = _ingest_both(tmp_path, late, _puts(monkeypatch))
+    assert len([path for path in tables["written"] if "/rank=0/" in path]) > 100
+    assert all("/rank=3/" in path for path in tables["live"])
+
+
+def _ingest_both(tmp_path, trace, puts):
+    """Ingest `trace` in-process and on the InProcess engine (into tmp_path/reference and
+    engine): check both store the same rows, and the engine's warehouse holds no file its
+    snapshot does not name; {"written": the engine's data files as put, "live": those its
+    snapshot names}."""
+    options = ingest_options(run="odd", phase="train")
+    for name, engine in (("reference", None), ("engine", InProcess())):
+        del puts[:]
+        with tracewh.open(tmp_path / name) as opened:
+            assert [o.status for o in opened.ingest_files([trace], options, engine=engine)] \
+                == ["ingested"]
+    assert table_contents(tmp_path / "engine") == table_contents(tmp_path / "reference")
+    on_disk, live = _partition_files(tmp_path / "engine")
+    assert on_disk == live
+    return {"written": [path for path in puts if "/run=" in path and "/traces/" not in path],
+            "live": live}
+
+
 def _odd_trace(path, broken=False):
     """A trace whose events' args hold `"ph"` strings (an unconfirmed cut's event count is
     wrong: its file is cut again, confirming each cut) or, `broken`, one malformed event
@@ -311,6 +438,20 @@ def test_cuts_to_confirm_and_a_bad_chunk_as_in_process(tmp_path, monkeypatch):
             == [(o.status, o.events, o.error) for o in outcomes["reference"]])
     assert "bad.json" in outcomes["engine"][1].error
     assert table_contents(tmp_path / "engine") == table_contents(tmp_path / "reference")
+
+
+def test_no_chunk_file_is_left_by_a_failed_or_strict_ingest(tmp_path, monkeypatch):
+    """The chunks' files of a file whose cuts were wrong (cut again under a new trace id),
+    of a file that fails, and under --strict of a file staged whole, are all deleted: no
+    file is left in the partitions."""
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 16 << 10)
+    monkeypatch.setattr(distributed, "SENT_BELOW_BYTES", 0)
+    files = [_odd_trace(tmp_path / "odd.json"), _odd_trace(tmp_path / "bad.json", True)]
+    with tracewh.open(tmp_path / "wh") as opened:
+        outcomes = opened.ingest_files(files, ingest_options(run="odd", phase="train",
+                                                             strict=True), engine=InProcess())
+    assert [o.status for o in outcomes] == ["skipped", "failed"]
+    assert not list((tmp_path / "wh").glob("*/run=*/*/*/*.parquet"))
 
 
 def test_a_transaction_is_committed_once(tmp_path):

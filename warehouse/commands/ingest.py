@@ -66,8 +66,9 @@ def ingest(warehouse, paths, run, phase, rank, tags, jobs, replace, strict, keep
     """Ingest trace files into the warehouse.
 
     PATHS are files (.json, .json.gz, .pt.trace.json[.gz]), directories (every trace under
-    them), globs, or s3://BUCKET/KEY URLs (an object, or every trace object under the
-    prefix; credentials from the AWS variables, as for the warehouse). Both Chrome forms are
+    them), globs, or s3://BUCKET/KEY URLs (an object, every trace object under the prefix,
+    or the objects a glob in KEY matches, as a local glob would; credentials from the AWS
+    variables, as for the warehouse). Both Chrome forms are
     accepted: an object with traceEvents, and a bare array of events. Re-ingesting a file already in its run/phase/rank does nothing (with other
     --tag values it is an error: --replace re-ingests it with them).
 

@@ -17,7 +17,7 @@ deleted; those of a worker killed before it returned stay for `vacuum`, unrefere
 import concurrent.futures
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,25 +51,49 @@ class WrittenTrace:
     staged: StagedTrace
     files: dict  # {table: [DataFile]}
     schemas: dict = field(default_factory=dict)
+    # Files its chunks' jobs wrote that it does not name (see write_trace): [(table, path)]
+    leftovers: list = field(default_factory=list)
 
     def locations(self, catalog):
         return [catalog.table_path(table) / data_file.path
                 for table, files in self.files.items() for data_file in files]
 
+    def leftover_locations(self, catalog):
+        return [catalog.table_path(table) / path for table, path in self.leftovers]
 
-def write_trace(catalog, trace, staging):
+
+def write_trace(catalog, trace, staging, in_place=None):
     """Write the parts of `trace` (a StagedTrace) from the local directory `staging` into
-    their partitions, under the names the in-process commit gives them: a WrittenTrace."""
-    files, schemas = {}, {}
+    their partitions, under the names the in-process commit gives them: a WrittenTrace.
+
+    `in_place` ({(table, path): sha256}) names files written there already, by the jobs
+    that normalised a large file's chunks: a part that is such a file byte for byte is not
+    written again. One that differs from the file under its name (its times rebased) is
+    written under a part number past all of the trace's, the file there left as it was: a
+    job run again after this one died reads the chunks' files as their jobs wrote them. The
+    files of `in_place` the trace does not name (merged, rebased, or in another partition
+    than expected) are its `leftovers`, to delete once it is committed or discarded."""
+    in_place = in_place or {}
+    files, schemas, kept = {}, {}, set()
+    beyond = 1 + max((part for parts in trace.parts.values() for part in parts), default=0)
     for table, parts in trace.parts.items():
         catalog.prepare_partition(table, trace)
-        for part in parts:
+        for index, part in enumerate(parts):
             source = staging / layout.staged_name(table, part)
             data_file = trace.data_file(table, part, source)
+            there = in_place.get((table, data_file.path))
+            if there is not None and there != data_file.sha256:
+                parts[index] = part + beyond
+                renamed = staging / layout.staged_name(table, parts[index])
+                source = source.rename(renamed)
+                data_file = replace(data_file, path=trace.part_path(parts[index]))
             schemas[table] = pq.read_schema(source).serialize().to_pybytes()
-            catalog.store.put_file(source, catalog.table_path(table) / data_file.path)
+            if there == data_file.sha256:
+                kept.add((table, data_file.path))
+            else:
+                catalog.store.put_file(source, catalog.table_path(table) / data_file.path)
             files.setdefault(table, []).append(data_file)
-    return WrittenTrace(trace, files, schemas)
+    return WrittenTrace(trace, files, schemas, sorted(set(in_place) - kept))
 
 
 def committed_version(catalog, app_id, version=None):
@@ -117,7 +141,15 @@ def commit_written(catalog, written, transaction, replace=False, replace_up_to=N
     `transaction`; return ({trace_id: CommitResult}, committed before): when the transaction
     is recorded already (a driver run again), nothing is committed and every result is
     `unchanged`. A trace whose file is in its run/phase/rank already is `unchanged` (without
-    `replace`); with it, the traces there up to `replace_up_to` are removed."""
+    `replace`); with it, the traces there up to `replace_up_to` are removed. The traces'
+    leftovers are deleted whatever happens: no commit names them."""
+    try:
+        return _commit_written(catalog, written, transaction, replace, replace_up_to)
+    finally:
+        discard_leftovers(catalog, written)
+
+
+def _commit_written(catalog, written, transaction, replace, replace_up_to):
     check_written(catalog, written)
     with catalog.locked():
         if _done(catalog, transaction):
@@ -177,4 +209,12 @@ def discard_written(catalog, written):
     """Delete the files of `written` ([WrittenTrace]), which no commit names."""
     for trace in written:
         for where in trace.locations(catalog):
+            catalog.store.delete(where)
+
+
+def discard_leftovers(catalog, written):
+    """Delete the files the chunks' jobs of `written` ([WrittenTrace]) wrote that their
+    traces do not name: once the traces are committed (or discarded), nothing reads them."""
+    for trace in written:
+        for where in trace.leftover_locations(catalog):
             catalog.store.delete(where)

@@ -79,9 +79,13 @@ class StagedTrace:
     def partition(self):
         return layout.partition(self.run, self.phase, self.rank)
 
+    def part_path(self, part):
+        """Where a part's file is, relative to its table."""
+        return f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
+
     def data_file(self, table, part, file, row=None):
         """The DataFile of a part, from `file`, its bytes (on local disk)."""
-        path = f"{self.partition()}/{layout.part_file(self.trace_id, part)}"
+        path = self.part_path(part)
         size, sha256 = delta.file_digest(file)
         return DataFile(path, self.run, self.phase, self.rank,
                         pq.ParquetFile(file).metadata.num_rows, size, row, sha256=sha256)

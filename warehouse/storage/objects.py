@@ -140,12 +140,14 @@ class ObjectStorage(Storage):
                            Range=f"bytes={offset}-{offset + length - 1}")
         return reply["Body"].read()
 
-    def keys(self, where):
-        """The keys under the folder `where` (at any depth), as locations, in key order."""
+    def keys(self, where, starting=""):
+        """The keys under the folder `where` (at any depth) whose path in it starts with
+        `starting`, as locations, in key order."""
         found = []
         paginator = self.client.get_paginator("list_objects_v2")
         try:
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=_folder(where)):
+            for page in paginator.paginate(Bucket=self.bucket,
+                                           Prefix=_folder(where) + starting):
                 found += [Location(where.scheme, self.bucket, item["Key"])
                           for item in page.get("Contents", ())]
         except (ClientError, BotoCoreError) as error:

@@ -201,16 +201,9 @@ def mart_listing(root, files):
     listing = {}
     for name, live in files.items():
         found = [(mart_path(root, name) / f.path, f.size) for f in live]
-        if all(_has_size(path, size) for path, size in found):
+        if all(storage.has_size(path, size) for path, size in found):
             listing[name] = [(str(path), size) for path, size in found]
     return listing
-
-
-def _has_size(path, size):
-    try:
-        return storage.of(path).size(path) == size
-    except FileNotFoundError:
-        return False
 
 
 def changed_marts(root):

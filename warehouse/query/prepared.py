@@ -299,14 +299,7 @@ def _checked_marts(connection, root, reached):
         if path is not None:
             files.append((path, size))
     return {mart: [path for path, _ in files] for mart, files in marts.items()
-            if mart.isidentifier() and all(_has_size(path, size) for path, size in files)}
-
-
-def _has_size(path, size):
-    try:
-        return os.stat(path).st_size == size
-    except FileNotFoundError:
-        return False
+            if mart.isidentifier() and all(storage.has_size(path, size) for path, size in files)}
 
 
 def _define_marts(connection, marts, runs):

@@ -61,3 +61,13 @@ def of(where):
 
 
 __all__ = ["Location", "Storage", "is_url", "location", "of"]
+
+
+def has_size(where, size):
+    """Whether the file at `where` (a location, or a local path's text) is there with `size`
+    bytes: what a reader checks of a file whose size a commit recorded, a stat each."""
+    where = location(where)
+    try:
+        return of(where).size(where) == size
+    except FileNotFoundError:
+        return False

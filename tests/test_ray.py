@@ -274,14 +274,21 @@ def _contents_of_run(warehouse, run):
                 "ORDER BY ALL").stdout
 
 
-def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_blocks):
-    """The chunked path without Ray: the same rows as the in-process ingest."""
+def _large_files_in_process(tmp_path, large_expected):
+    """The warehouse the large files are ingested into by the chunked path without Ray,
+    each ingested, with the in-process ingest's rows."""
     warehouse = tmp_path / "wh"
     with tracewh.open(warehouse) as opened:
         outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
                                        engine=InProcess())
     assert [o.status for o in outcomes] == ["ingested"] * 2
     assert table_contents(warehouse) == large_expected
+    return warehouse
+
+
+def test_a_large_file_on_the_in_process_engine(tmp_path, large_expected, small_blocks):
+    """The chunked path without Ray: the same rows as the in-process ingest."""
+    warehouse = _large_files_in_process(tmp_path, large_expected)
     assert _chunk_files(warehouse) > 20
 
 
@@ -309,12 +316,7 @@ def test_chunk_files_are_committed_as_their_jobs_wrote_them(tmp_path, large_expe
     parts it merges (neither file has a baseTimeNanoseconds to rebase by), and the chunks'
     files merged are deleted once committed."""
     puts = _puts(monkeypatch)
-    warehouse = tmp_path / "wh"
-    with tracewh.open(warehouse) as opened:
-        outcomes = opened.ingest_files(_large_files(), ingest_options(run="big", phase="train"),
-                                       engine=InProcess())
-    assert [o.status for o in outcomes] == ["ingested"] * 2
-    assert table_contents(warehouse) == large_expected
+    warehouse = _large_files_in_process(tmp_path, large_expected)
     on_disk, live = _partition_files(warehouse)
     assert on_disk == live
     data_puts = [path for path in puts if "/run=" in path and "/traces/" not in path]

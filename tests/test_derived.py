@@ -88,11 +88,17 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     assert first["start_ns"] // 1000 == int(first["start_time"].timestamp() * 1e6)
 
 
-def test_the_views_computed_once_are_public_views_the_marts_read():
-    """A refresh computes SHARED once into tables: a name the library no longer defines, or
-    a helper (inlined, not a view of the connection), would be skipped without a word."""
-    read = {name for name in modules_read_by(*MARTS) if not is_internal(name)}
+def test_the_views_computed_once_are_modules_the_marts_read():
+    """A refresh computes SHARED once into tables: a name the library no longer defines
+    would be skipped without a word. A helper there is computed by its own SELECT (no
+    connection defines it), and a view reading only such helpers by its SELECT as written,
+    reading them by name: collective_waits reads the _collective_matches computed once."""
+    read = set(modules_read_by(*MARTS))
     assert set(marts.SHARED) <= read - set(MARTS)
+    assert marts._shared_select("collective_waits", marts.SHARED, ()).endswith(
+        "FROM _collective_matches")
+    assert marts._shared_select("capture_spans", marts.SHARED, ()) == (
+        "SELECT * FROM capture_spans")
 
 
 def _files_read(warehouse, sql, **options):

@@ -17,7 +17,7 @@ reaches it, and only the chosen walk's rows are read back.
 
 import pyarrow as pa
 
-from ..query.library import inlined_helper
+from ..query.library import helper_select
 
 # Each group: its cut (the last communication kernel's seq, NULL: none), the kernel there,
 # and the rows after the cut, summed; each cut's turn: the group the walk goes on along
@@ -114,9 +114,10 @@ SELECT count(*) FROM (
 )
 """
 
-# The helper's CREATE VIEW, before its SELECT (which GROUPS reads as a subquery: a view
-# defined for it would be bound once more, ~0.1-0.4 s)
-MATCHES = "CREATE OR REPLACE VIEW _collective_matches AS"
+# Whether the connection has the helper _collective_matches as a view: its rows computed once
+# on it (see marts._compute_once), which GROUPS then reads rather than the helper's SELECT as a
+# subquery (~0.03 s of planning and work for 8 ranks, what collective_waits costs again).
+MATCHES_DEFINED = "SELECT count(*) FROM duckdb_views() WHERE view_name = '_collective_matches'"
 
 # The chosen walks' stored rows: each visited group's rows after its cut, placed from its
 # offset on the job's path (the visits as parallel lists: $1 run, ... $9 offset).
@@ -181,8 +182,9 @@ def job_path_rows(connection, live=()):
     helpers of its library (see `library.live_helpers`)."""
     matches = NO_CALLS
     if connection.sql(SEVERAL_RANKS).fetchall()[0][0]:
-        helper = inlined_helper("_collective_matches", live)
-        matches = helper[helper.index(MATCHES) + len(MATCHES):].strip().rstrip(";")
+        matches = ("SELECT * FROM _collective_matches"
+                   if connection.sql(MATCHES_DEFINED).fetchall()[0][0]
+                   else helper_select("_collective_matches", live))
     found = connection.sql(GROUPS.format(matches=matches)).to_arrow_table().to_pylist()
     groups = {}
     for row in found:

@@ -216,6 +216,40 @@ def inlined_helper(name, live=()):
     return _inlined_library(live)["helpers"][name]
 
 
+def helper_select(name, live=()):
+    """The SELECT of `inlined_helper(name, live)`: no connection defines a helper (the public
+    views inline them), so code that asks its question asks this."""
+    return view_select(inlined_helper(name, live))
+
+
+def module_select(name, live=()):
+    """The SELECT of module `name` as written (its sql/live/ twin's where `live` names it),
+    reading its helpers by name: for a connection on which those helpers are defined, their
+    rows computed once for every view that reads them."""
+    return view_select(_module_text(name, live))
+
+
+def helpers_read(name, live=()):
+    """The helpers module `name` reads directly (as written, or its live twin)."""
+    return [read for read in declared_reads(_module_text(name, live)) if is_internal(read)]
+
+
+def _module_text(name, live):
+    """Module `name` as written, or its sql/live/ twin where `live` names it."""
+    return dict(_live_texts())[name] if name in live else library_modules_in_order()[name]
+
+
+def view_select(sql_text):
+    """The SELECT of a module that is one CREATE VIEW."""
+    match = _CREATE_VIEW.search(sql_text)
+    if match is None:
+        raise RuntimeError(f"not a CREATE VIEW module: {sql_text[:80]!r}")
+    return sql_text[match.end():].strip().rstrip(";")
+
+
+_CREATE_VIEW = re.compile(r"CREATE OR REPLACE VIEW\s+\w+\s+AS\s", re.IGNORECASE)
+
+
 @functools.cache
 def _inlined_library(live):
     """{"public": published_modules, "helpers": {helper: its CREATE VIEW, inlined}}.

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from . import ops
-from .ops import _Order, _Tree, _array, _mask, _stack, _unified
+from .ops import _Order, _array, _mask, _stack, _tree, _unified
 from .summaries import contiguous
 from .writer import read_staged
 
@@ -159,7 +159,7 @@ def _layers(staged, trace_id, trees):
     schema = _with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     for layer, (member, others) in layers.items():
-        tree = _Tree(events, order, member | others, member)
+        tree = _tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)

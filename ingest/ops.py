@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
 
+from .decoder import _decode, native_available
 from .summaries import contiguous, default_class
 from .writer import read_staged
 
@@ -199,9 +200,39 @@ class _Order:
         self.ending, self.end_keys = opening[by_end], end_keys[by_end]
 
 
+def _tree(host, order, placed, member):
+    """One layer of the host tree (see _Tree) of the host rows `placed` in it, of which
+    `member` may open: by the native core when it is available, else by _Tree."""
+    if native_available():
+        return _NativeTree(host, order, placed, member)
+    return _Tree(host, order, placed, member)
+
+
+class _NativeTree:
+    """_Tree taken by the native core (ingest/native/src/tree.rs): one walk over the rows in
+    start order instead of sorted searches over the trace, its depth and parent int32. Its
+    `ancestor` answers for rows deeper than the level, as every caller asks."""
+
+    def __init__(self, host, order, placed, member):
+        opens = member & (host.span > 0)
+        self._tree = _decode.HostTree(order.rows, host.thread, host.ts, host.span,
+                                      opens.view(np.uint8), placed.view(np.uint8))
+        self.depth = np.frombuffer(self._tree.depth(), np.int32)
+        self.parent = np.frombuffer(self._tree.parent(), np.int32)
+
+    def ancestor(self, rows, level):
+        """For host `rows` deeper than `level` (an int or one per row), the last member
+        opened at `level` before each in its thread's order: its ancestor there (-1 for a row
+        not deeper)."""
+        rows = np.ascontiguousarray(rows, np.int64)
+        levels = np.ascontiguousarray(np.broadcast_to(level, rows.shape), np.int64)
+        return np.frombuffer(self._tree.ancestors(rows, levels), np.int64)
+
+
 class _Tree:
     """One layer of the host tree: per host row placed in it, its depth and its parent row
-    (-1 at the top), and `ancestor(rows, level)`. `member`: the rows that may open."""
+    (-1 at the top), and `ancestor(rows, level)`. `member`: the rows that may open. The
+    reference _NativeTree is tested against."""
 
     def __init__(self, host, order, placed, member):
         opens = member & (host.span > 0)
@@ -273,7 +304,7 @@ class _Calls:
         member = self.slot >= 0
         placed = member.copy()
         placed[host.cpu_rows:] = True  # runtime rows are placed, never open
-        self.tree = _Tree(host, self.order, placed, member)
+        self.tree = _tree(host, self.order, placed, member)
         self.host_ns = host.dur[ops]
         self.child_ns = np.zeros(len(ops), np.int64)
         self.gpu_kernels = np.zeros(len(ops), np.int64)
@@ -342,7 +373,7 @@ class _Calls:
         trace, at an ingest worker's peak)."""
         self.tree = None
         every = np.ones(host.size, bool)
-        parent = _Tree(host, self.order, every, every).parent
+        parent = _tree(host, self.order, every, every).parent
         child = np.flatnonzero((parent >= 0) & (self.slot[np.maximum(parent, 0)] >= 0))
         np.add.at(self.child_ns, self.slot[parent[child]], host.dur[child])
 

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from . import ops
-from .ops import _Order, _array, _mask, _stack, _tree, _unified
+from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
 from .writer import read_staged
 
@@ -163,21 +163,6 @@ def _layers(staged, trace_id, trees):
         if layer in PARENTS:
             trees[layer] = (tree, member)
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
-
-
-def _dictionary(column):
-    """A DictionaryArray of a text column, plain or read as dictionaries (see read_staged)."""
-    if pa.types.is_dictionary(column.type):
-        return _unified(column)
-    return pc.dictionary_encode(contiguous(column).cast(pa.string()))
-
-
-def _matching(column, function, value):
-    """A boolean numpy array: `function(text, value)` of each row of a dictionary `column`
-    (NULL: false), computed once per distinct text."""
-    found = _mask(function(column.dictionary, value))
-    indices = _array(column.indices, fill=-1)
-    return found[indices] & (indices >= 0) if len(found) else np.zeros(len(indices), bool)
 
 
 def _with_dictionaries(schema, names):
@@ -413,8 +398,8 @@ def backward_table(staged, trace_id):
     cpu = staged["cpu_ops"]
     is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     calls = SimpleNamespace(ops=np.flatnonzero(is_op))
-    names = _dictionary(cpu["name"]).take(pa.array(calls.ops, pa.int64())).cast(pa.string())
-    backward = np.flatnonzero(_mask(pc.starts_with(names, ops.BACKWARD_PREFIX)))
+    names = _dictionary(cpu["name"]).take(pa.array(calls.ops, pa.int64()))
+    backward = np.flatnonzero(_matching(names, pc.starts_with, ops.BACKWARD_PREFIX))
     if not len(backward):
         return None
     host = ops._Host(cpu, staged["runtime"], staged["flows"])

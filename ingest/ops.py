@@ -61,10 +61,17 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
            "flows": ["category", "ph", "id", "pid", "tid", "ts_ns"]}
 
 
+# The text columns op_table reads as Arrow dictionaries: names, categories, threads and flow
+# phases are tested once per distinct text, and no string per row is made (the staged
+# columns of the 254 MB trace: 37 MB of Arrow instead of 51).
+TEXT = ("category", "name", "pid", "tid", "ph")
+
+
 def measure(staging, parts, trace_id, kernel_names, rules):
     """(table, rows or None) pairs: op_tables of the trace staged in `staging` as `parts`
     ({table: part numbers}), see `pieces`."""
-    return pieces(read_staged(staging, parts, COLUMNS), trace_id, kernel_names, rules)
+    return pieces(read_staged(staging, parts, COLUMNS, dictionaries=TEXT), trace_id,
+                  kernel_names, rules)
 
 
 def op_table(staged, trace_id, kernel_names, rules):
@@ -86,7 +93,7 @@ def pieces(staged, trace_id, kernel_names, rules):
     writer that writes each as it comes holds neither the staged columns nor op_call_time
     (50 MB for the 254 MB trace) while op_time is measured."""
     cpu, runtime, kernels, flows = (staged.pop(name) for name in COLUMNS)
-    is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
+    is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     if not is_op.any():
         yield "op_call_time", None
         yield "op_time", None
@@ -96,7 +103,7 @@ def pieces(staged, trace_id, kernel_names, rules):
     calls = _Calls(host, np.flatnonzero(is_op))
     calls.attribute(_work(host, calls, kernels, kernel_names))
     del kernels
-    names = contiguous(cpu["name"]).take(pa.array(calls.ops))
+    names = _dictionary(cpu["name"]).take(pa.array(calls.ops))
     per_call = _per_call(trace_id, cpu, host, names, calls, rules)
     del cpu
     yield "op_call_time", per_call
@@ -131,7 +138,8 @@ class _Host:
     views' joins)."""
 
     def __init__(self, cpu, runtime, flows):
-        flows = flows.filter(pc.equal(flows["category"], "fwdbwd"))
+        flows = flows.filter(pa.array(_matching(_dictionary(flows["category"]), pc.equal,
+                                                "fwdbwd")))
         self.cpu_rows = len(cpu)
         self.size = len(cpu) + len(runtime)
         self.index = _array(_stack(cpu["event_index"], runtime["event_index"]))
@@ -159,6 +167,21 @@ def _codes(column):
     if pa.types.is_dictionary(column.type):
         return _array(_unified(column).indices, fill=-1)
     return _array(pc.dictionary_encode(contiguous(column).cast(pa.string())).indices, fill=-1)
+
+
+def _dictionary(column):
+    """A DictionaryArray of a text column, plain or read as dictionaries (see read_staged)."""
+    if pa.types.is_dictionary(column.type):
+        return _unified(column)
+    return pc.dictionary_encode(contiguous(column).cast(pa.string()))
+
+
+def _matching(column, function, value):
+    """A boolean numpy array: `function(text, value)` of each row of a dictionary `column`
+    (NULL: false), computed once per distinct text."""
+    found = _mask(function(column.dictionary, value))
+    indices = _array(column.indices, fill=-1)
+    return found[indices] & (indices >= 0) if len(found) else np.zeros(len(indices), bool)
 
 
 def _unified(column):
@@ -467,7 +490,7 @@ def _communication(activity, kernel_names):
 def _backward_links(host, calls, names):
     """(backward call slots, their forward call slots) of the backward calls linked to a
     forward op."""
-    backward = np.flatnonzero(_mask(pc.starts_with(names, BACKWARD_PREFIX)))
+    backward = np.flatnonzero(_matching(names, pc.starts_with, BACKWARD_PREFIX))
     forward = _by_flow(host, calls, backward)
     missing = forward < 0
     forward[missing] = _by_sequence(host, calls, names, backward[missing])
@@ -537,9 +560,8 @@ def _by_sequence(host, calls, names, backward):
     asking = backward[numbered[backward]]
     if not len(asking):
         return forward
-    eligible = pc.and_(pc.invert(pc.starts_with(names, BACKWARD_PREFIX)),
-                       pc.invert(pc.match_substring(names, "Backward")))
-    eligible = _mask(eligible) & numbered
+    eligible = (_valid(names) & ~_matching(names, pc.starts_with, BACKWARD_PREFIX)
+                & ~_matching(names, pc.match_substring, "Backward") & numbered)
     eligible &= np.isin(sequence, sequence[asking])
     candidates = np.flatnonzero(eligible)
     rows = calls.ops[candidates]

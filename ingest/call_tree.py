@@ -195,27 +195,30 @@ LAYER_ROWS = 1 << 18
 
 
 def _layer(events, order, tree, layer, member, placed, trace_id, schema):
-    """One layer's rows, in the thread's start order, LAYER_ROWS at a time."""
-    rows = order.rows[placed[order.rows]]
-    pos = _positions_in_thread(events.thread[rows])
-    depth = tree.depth[rows]
-    inner = depth > 0
-    top = np.where(inner, tree.ancestor(rows, np.zeros(len(rows), np.int64)), rows)
-    top_valid = inner | member[rows]
-    safe_parent = np.maximum(tree.parent[rows], 0)
-    parent_end = events.ts[safe_parent] + events.span[safe_parent]
-    partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
-                       | (parent_end <= events.ts[rows]))
-    for low in range(0, max(len(rows), 1), LAYER_ROWS):  # an empty layer: a table still
+    """One layer's rows, in the thread's start order, LAYER_ROWS at a time: each slice's
+    columns computed as it is made (a layer's ten whole-trace numpy columns at once were
+    the measure's peak of memory)."""
+    every = order.rows[placed[order.rows]]
+    pos = _positions_in_thread(events.thread[every])
+    for low in range(0, max(len(every), 1), LAYER_ROWS):  # an empty layer: a table still
         at = slice(low, low + LAYER_ROWS)
-        taken = pa.array(rows[at])
+        rows = every[at]
+        taken = pa.array(rows)
         size = len(taken)
+        depth = tree.depth[rows]
+        inner = depth > 0
+        top = np.where(inner, tree.ancestor(rows, np.zeros(size, np.int64)), rows)
+        top_valid = inner | member[rows]
+        safe_parent = np.maximum(tree.parent[rows], 0)
+        parent_end = events.ts[safe_parent] + events.span[safe_parent]
+        partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
+                           | (parent_end <= events.ts[rows]))
         columns = {
             "trace_id": _repeated(trace_id, size),
             "layer": _repeated(layer, size),
-            "event_index": pa.array(events.index[rows[at]]),
+            "event_index": pa.array(events.index[rows]),
             "source": pa.DictionaryArray.from_arrays(
-                pa.array(events.source[rows[at]].astype(np.int32)),
+                pa.array(events.source[rows].astype(np.int32)),
                 pa.array(SOURCES, pa.string())),
             "cat": events.columns["category"].take(taken),
             "name": events.columns["name"].take(taken),
@@ -223,14 +226,14 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
             "tid": events.columns["tid"].take(taken),
             "ts_ns": events.columns["ts_ns"].take(taken),
             "dur_ns": events.columns["dur_ns"].take(taken),
-            "member": pa.array(member[rows[at]]),
+            "member": pa.array(member[rows]),
             "pos": pa.array(pos[at]),
-            "depth": pa.array(depth[at]),
-            "parent_event_index": pa.array(events.index[safe_parent[at]], mask=~inner[at]),
-            "parent_end_ns": pa.array(parent_end[at], mask=~inner[at]),
-            "top_event_index": pa.array(events.index[np.maximum(top[at], 0)],
-                                        mask=~top_valid[at]),
-            "partial_overlap": pa.array(partial[at]),
+            "depth": pa.array(depth),
+            "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
+            "parent_end_ns": pa.array(parent_end, mask=~inner),
+            "top_event_index": pa.array(events.index[np.maximum(top, 0)],
+                                        mask=~top_valid),
+            "partial_overlap": pa.array(partial),
         }
         yield pa.table(columns).select(schema.names).cast(schema)
 

@@ -34,6 +34,7 @@ written here without SQL:
   backward call nor a node, `...Backward...`; then the shortest, then the last in the file).
 """
 
+import functools
 from collections import defaultdict
 
 import numpy as np
@@ -208,19 +209,46 @@ def _sortable(groups, values):
 
 class _Order:
     """The trace's host rows in start order (per thread: by start, longer first, then
-    event_index) and the rows that can open (a positive duration) by end: shared by the
-    layers, each of which is a subset of the rows."""
+    event_index), shared by the layers, each of which is a subset of the rows; and, for
+    _Tree alone (made when it asks), the rows' start keys, their positions in that order and
+    the rows that can open (a positive duration) by end."""
 
     def __init__(self, host):
-        size, opening = host.size, np.flatnonzero(host.span > 0)
+        self._host = host
+        self.rows = np.lexsort((host.index, -host.span, host.ts, host.thread))
+
+    @functools.cached_property
+    def _keys(self):
+        """(start keys of every row, end keys of the rows that can open, those rows)."""
+        host = self._host
+        opening = np.flatnonzero(host.span > 0)
         keys = _sortable(np.concatenate([host.thread, host.thread[opening]]),
                          np.concatenate([host.ts, host.ts[opening] + host.span[opening]]))
-        self.start_keys, end_keys = keys[:size], keys[size:]
-        self.rows = np.lexsort((host.index, -host.span, self.start_keys))
-        self.position = np.empty(size, np.int64)
-        self.position[self.rows] = np.arange(size)
+        return keys[:host.size], keys[host.size:], opening
+
+    @property
+    def start_keys(self):
+        return self._keys[0]
+
+    @functools.cached_property
+    def position(self):
+        position = np.empty(self._host.size, np.int64)
+        position[self.rows] = np.arange(self._host.size)
+        return position
+
+    @functools.cached_property
+    def _by_end(self):
+        _, end_keys, opening = self._keys
         by_end = np.argsort(end_keys, kind="stable")
-        self.ending, self.end_keys = opening[by_end], end_keys[by_end]
+        return opening[by_end], end_keys[by_end]
+
+    @property
+    def ending(self):
+        return self._by_end[0]
+
+    @property
+    def end_keys(self):
+        return self._by_end[1]
 
 
 def _tree(host, order, placed, member):

@@ -67,7 +67,12 @@ def pieces(staged, trace_id):
     """(table, rows or None) pairs of the trace's staged tables ({table: at least READ}), a
     table's rows in one piece or more (call_tree: one per layer), each made as the one before
     is taken: a writer that writes each piece as it comes holds one layer of the tree at a
-    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory)."""
+    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory). The backward
+    links come first, their own columns of the host events let go (and the flows, which only
+    they read, dropped from `staged`) before the tree's are made: last, beside the tree, they
+    were the measure's peak."""
+    yield "backward_links", backward_table(staged, trace_id)
+    staged.pop("flows", None)
     trees = {}
     layers = 0
     for layer in _layers(staged, trace_id, trees):
@@ -81,14 +86,13 @@ def pieces(staged, trace_id):
     yield "kernel_attribution", attribution_table(trace_id, trees, attributed)
     yield "call_ancestors", None if not layers else ancestor_table(trace_id, trees,
                                                                    attributed[3])
-    yield "backward_links", None if not layers else backward_table(staged, trace_id)
 
 
 def tree_tables(staged, trace_id):
     """{table: rows or None} of the trace's staged tables ({table: at least READ}): `pieces`
     put together."""
     tables = {}
-    for name, rows in pieces(staged, trace_id):
+    for name, rows in pieces(dict(staged), trace_id):
         tables.setdefault(name, [])
         if rows is not None:
             tables[name].append(rows)

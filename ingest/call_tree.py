@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from . import ops
-from .ops import _Order, _Tree, _array, _mask, _stack, _unified
+from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
 from .writer import read_staged
 
@@ -67,7 +67,12 @@ def pieces(staged, trace_id):
     """(table, rows or None) pairs of the trace's staged tables ({table: at least READ}), a
     table's rows in one piece or more (call_tree: one per layer), each made as the one before
     is taken: a writer that writes each piece as it comes holds one layer of the tree at a
-    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory)."""
+    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory). The backward
+    links come first, their own columns of the host events let go (and the flows, which only
+    they read, dropped from `staged`) before the tree's are made: last, beside the tree, they
+    were the measure's peak."""
+    yield "backward_links", backward_table(staged, trace_id)
+    staged.pop("flows", None)
     trees = {}
     layers = 0
     for layer in _layers(staged, trace_id, trees):
@@ -81,14 +86,13 @@ def pieces(staged, trace_id):
     yield "kernel_attribution", attribution_table(trace_id, trees, attributed)
     yield "call_ancestors", None if not layers else ancestor_table(trace_id, trees,
                                                                    attributed[3])
-    yield "backward_links", None if not layers else backward_table(staged, trace_id)
 
 
 def tree_tables(staged, trace_id):
     """{table: rows or None} of the trace's staged tables ({table: at least READ}): `pieces`
     put together."""
     tables = {}
-    for name, rows in pieces(staged, trace_id):
+    for name, rows in pieces(dict(staged), trace_id):
         tables.setdefault(name, [])
         if rows is not None:
             tables[name].append(rows)
@@ -159,25 +163,10 @@ def _layers(staged, trace_id, trees):
     schema = _with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     for layer, (member, others) in layers.items():
-        tree = _Tree(events, order, member | others, member)
+        tree = _tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
-
-
-def _dictionary(column):
-    """A DictionaryArray of a text column, plain or read as dictionaries (see read_staged)."""
-    if pa.types.is_dictionary(column.type):
-        return _unified(column)
-    return pc.dictionary_encode(contiguous(column).cast(pa.string()))
-
-
-def _matching(column, function, value):
-    """A boolean numpy array: `function(text, value)` of each row of a dictionary `column`
-    (NULL: false), computed once per distinct text."""
-    found = _mask(function(column.dictionary, value))
-    indices = _array(column.indices, fill=-1)
-    return found[indices] & (indices >= 0) if len(found) else np.zeros(len(indices), bool)
 
 
 def _with_dictionaries(schema, names):
@@ -210,27 +199,30 @@ LAYER_ROWS = 1 << 18
 
 
 def _layer(events, order, tree, layer, member, placed, trace_id, schema):
-    """One layer's rows, in the thread's start order, LAYER_ROWS at a time."""
-    rows = order.rows[placed[order.rows]]
-    pos = _positions_in_thread(events.thread[rows])
-    depth = tree.depth[rows]
-    inner = depth > 0
-    top = np.where(inner, tree.ancestor(rows, np.zeros(len(rows), np.int64)), rows)
-    top_valid = inner | member[rows]
-    safe_parent = np.maximum(tree.parent[rows], 0)
-    parent_end = events.ts[safe_parent] + events.span[safe_parent]
-    partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
-                       | (parent_end <= events.ts[rows]))
-    for low in range(0, max(len(rows), 1), LAYER_ROWS):  # an empty layer: a table still
+    """One layer's rows, in the thread's start order, LAYER_ROWS at a time: each slice's
+    columns computed as it is made (a layer's ten whole-trace numpy columns at once were
+    the measure's peak of memory)."""
+    every = order.rows[placed[order.rows]]
+    pos = _positions_in_thread(events.thread[every])
+    for low in range(0, max(len(every), 1), LAYER_ROWS):  # an empty layer: a table still
         at = slice(low, low + LAYER_ROWS)
-        taken = pa.array(rows[at])
+        rows = every[at]
+        taken = pa.array(rows)
         size = len(taken)
+        depth = tree.depth[rows]
+        inner = depth > 0
+        top = np.where(inner, tree.ancestor(rows, np.zeros(size, np.int64)), rows)
+        top_valid = inner | member[rows]
+        safe_parent = np.maximum(tree.parent[rows], 0)
+        parent_end = events.ts[safe_parent] + events.span[safe_parent]
+        partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
+                           | (parent_end <= events.ts[rows]))
         columns = {
             "trace_id": _repeated(trace_id, size),
             "layer": _repeated(layer, size),
-            "event_index": pa.array(events.index[rows[at]]),
+            "event_index": pa.array(events.index[rows]),
             "source": pa.DictionaryArray.from_arrays(
-                pa.array(events.source[rows[at]].astype(np.int32)),
+                pa.array(events.source[rows].astype(np.int32)),
                 pa.array(SOURCES, pa.string())),
             "cat": events.columns["category"].take(taken),
             "name": events.columns["name"].take(taken),
@@ -238,14 +230,14 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
             "tid": events.columns["tid"].take(taken),
             "ts_ns": events.columns["ts_ns"].take(taken),
             "dur_ns": events.columns["dur_ns"].take(taken),
-            "member": pa.array(member[rows[at]]),
+            "member": pa.array(member[rows]),
             "pos": pa.array(pos[at]),
-            "depth": pa.array(depth[at]),
-            "parent_event_index": pa.array(events.index[safe_parent[at]], mask=~inner[at]),
-            "parent_end_ns": pa.array(parent_end[at], mask=~inner[at]),
-            "top_event_index": pa.array(events.index[np.maximum(top[at], 0)],
-                                        mask=~top_valid[at]),
-            "partial_overlap": pa.array(partial[at]),
+            "depth": pa.array(depth),
+            "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
+            "parent_end_ns": pa.array(parent_end, mask=~inner),
+            "top_event_index": pa.array(events.index[np.maximum(top, 0)],
+                                        mask=~top_valid),
+            "partial_overlap": pa.array(partial),
         }
         yield pa.table(columns).select(schema.names).cast(schema)
 
@@ -413,8 +405,8 @@ def backward_table(staged, trace_id):
     cpu = staged["cpu_ops"]
     is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     calls = SimpleNamespace(ops=np.flatnonzero(is_op))
-    names = _dictionary(cpu["name"]).take(pa.array(calls.ops, pa.int64())).cast(pa.string())
-    backward = np.flatnonzero(_mask(pc.starts_with(names, ops.BACKWARD_PREFIX)))
+    names = _dictionary(cpu["name"]).take(pa.array(calls.ops, pa.int64()))
+    backward = np.flatnonzero(_matching(names, pc.starts_with, ops.BACKWARD_PREFIX))
     if not len(backward):
         return None
     host = ops._Host(cpu, staged["runtime"], staged["flows"])

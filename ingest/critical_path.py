@@ -80,7 +80,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
-from .ops import _array, _codes
+from .ops import _array, _dictionary, _matching, _stack, _valid
 from .steps import WORK_CATEGORIES, _steps
 from .summaries import contiguous, default_class
 from .writer import read_staged
@@ -128,6 +128,9 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
            "runtime": ["event_index", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation"],
            "kernels": ["event_index", "category", "name_id", "ts_ns", "dur_ns", "device",
                        "stream", "correlation"]}
+# The text columns path_table reads as Arrow dictionaries: the names' tests are made once per
+# distinct name, and no string per row is made.
+TEXT = ("category", "name", "pid", "tid")
 # The staged columns of the synchronisations (kernels rows of category cuda_sync), read apart:
 # their args are not read for the other GPU activity.
 SYNC_COLUMNS = ["event_index", "name", "ts_ns", "dur_ns", "device", "stream", "correlation",
@@ -137,7 +140,7 @@ SYNC_COLUMNS = ["event_index", "name", "ts_ns", "dur_ns", "device", "stream", "c
 def measure(staging, parts, trace_id, kernel_names):
     """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
     numbers}): its critical_path_edges, a step's rows at a time (see `pieces`)."""
-    staged = read_staged(staging, parts, COLUMNS)
+    staged = read_staged(staging, parts, COLUMNS, dictionaries=TEXT)
     staged["syncs"] = read_staged(staging, parts, {"kernels": SYNC_COLUMNS},
                                   filters=[("category", "=", "cuda_sync")])["kernels"]
     return (("critical_path_edges", rows)
@@ -209,38 +212,37 @@ class _Host:
     table, file order)."""
 
     def __init__(self, cpu, runtime, data_loading):
-        cpu = cpu.filter(pc.or_(pc.equal(cpu["category"], "cpu_op"),
-                                _loads_data(contiguous(cpu["name"]), data_loading)))
+        category, names = _dictionary(cpu["category"]), _dictionary(_stack(cpu["name"],
+                                                                          runtime["name"]))
+        cpu_names = names.slice(0, len(cpu))
+        is_node = _valid(category) & (_matching(category, pc.equal, "cpu_op")
+                                      | _text_test(cpu_names, _loads_data, data_loading))
+        rows = np.concatenate([np.flatnonzero(is_node), len(cpu) + np.arange(len(runtime))])
+        nodes = len(rows) - len(runtime)  # the cpu_ops rows that are nodes, first
 
         def column(name):
-            return pa.chunked_array([chunk for table in (cpu, runtime)
-                                     for chunk in table[name].chunks], cpu.schema.field(name).type)
-        dur = _array(column("dur_ns"))
+            return _array(_stack(cpu[name], runtime[name]))[rows]
+        dur = column("dur_ns")
         keep = dur > 0
-        table_code = np.repeat(np.arange(2), [len(cpu), len(runtime)])[keep]
-        ts, dur = _array(column("ts_ns"))[keep], dur[keep]
-        thread = _codes(pc.binary_join_element_wise(
-            pc.fill_null(contiguous(column("pid")), ""),
-            pc.fill_null(contiguous(column("tid")), ""), "\x1f"))[keep]
-        index = _array(column("event_index"))[keep]
+        table_code = np.repeat(np.arange(2), [nodes, len(runtime)])[keep]
+        ts, dur = column("ts_ns")[keep], dur[keep]
+        thread = _threads(*(_dictionary(_stack(cpu[name], runtime[name])) for name in
+                            ("pid", "tid")), rows)[keep]
+        index = column("event_index")[keep]
         order = np.lexsort((index, table_code, -dur, ts, thread))
         self.size = len(order)
         self.ts, self.end = ts[order], (ts + dur)[order]
         self.thread, self.table = thread[order], table_code[order]
         self.index = index[order]
-        names = contiguous(column("name")).filter(pa.array(keep)).take(pa.array(order))
         # each row's name as a code into the distinct names (None last): a Python string per
-        # row was 25 MB of the 254 MB trace's
-        coded = pc.dictionary_encode(names)
-        self.name_text = np.asarray(coded.dictionary.to_pylist() + [None], dtype=object)
-        self.name_code = _array(coded.indices, fill=len(coded.dictionary))
-        self.blocking, self.locking = (
-            np.asarray(pc.fill_null(pc.is_in(names, pa.array(sorted(calls))), False), bool)
-            for calls in (BLOCKING, LOCKING))
-        self.loads_data = np.asarray(_loads_data(names, data_loading), bool)
-        launches = pc.fill_null(pc.is_in(names, pa.array(sorted(LAUNCHES))), False)
-        self.queues = np.asarray(launches, bool)
-        correlation = np.concatenate([np.zeros(len(cpu), np.int64),
+        # row was 25 MB of the 254 MB trace's; the tests of names are made once per name
+        self.name_text = np.asarray(names.dictionary.to_pylist() + [None], dtype=object)
+        self.name_code = _array(names.indices, fill=len(names.dictionary))[rows][keep][order]
+        self.blocking, self.locking, self.queues = (
+            _text_test(names, lambda text: pc.is_in(text, pa.array(sorted(calls))))
+            [rows][keep][order] for calls in (BLOCKING, LOCKING, LAUNCHES))
+        self.loads_data = _text_test(names, _loads_data, data_loading)[rows][keep][order]
+        correlation = np.concatenate([np.zeros(nodes, np.int64),
                                       _array(runtime["correlation"])])[keep][order]
         self.correlation = np.where(self.table == 1, correlation, 0)
         self.by_start = np.argsort(self.ts, kind="stable")
@@ -428,6 +430,28 @@ def _loads_data(names, patterns):
     return pc.fill_null(pc.match_substring_regex(names, "|".join(patterns)), False)
 
 
+def _text_test(column, test, *arguments):
+    """A boolean numpy array: `test(texts, *arguments)` (an Arrow boolean array, NULL as
+    false) of each row of a dictionary `column` (NULL: false), computed once per distinct
+    text."""
+    return _matching(column, lambda texts, _: test(texts, *arguments), None)
+
+
+def _threads(pid, tid, rows):
+    """A code per row of `rows` of its thread (pid, tid), in the order the threads first
+    appear there (NULL and empty text alike), from two dictionary columns."""
+    codes = []
+    for column in (pid, tid):
+        empty = pc.index(column.dictionary, "").as_py()
+        size = len(column.dictionary)
+        codes.append(_array(column.indices, fill=size if empty < 0 else empty)[rows])
+    key = codes[0] * (len(tid.dictionary) + 1) + codes[1]
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
+
+
 def _names(kernel_names):
     """{name_id: name} and {(category, name_id): class of the path} of the trace's GPU
     activity names."""
@@ -561,15 +585,21 @@ class _Graph:
         comm[comm] = self.work.classes[self.work_rows[(src[comm] - self.base) // 2]] \
             == "gpu_communication_bound"
         nodes = src[comm]
-        parts = [(_walks(via, src, np.array([end]))[0], None), *zip(
-            _walks(via, src, nodes, stop=comm), nodes.tolist())]
-        rows = [self._rows(edges[~np.isin(kind[edges], (LINK, SYNC, LOCK))], node)
-                for edges, node in parts]
-        return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
+        paths = [_walks(via, src, np.array([end]))[0], *_walks(via, src, nodes, stop=comm)]
+        # the communication kernel each segment goes into, by its event_index (-1: the path)
+        segments = np.concatenate([[-1], self.work.index[self.work_rows[(nodes - self.base)
+                                                                         // 2]]])
+        return self._rows([edges[~np.isin(kind[edges], (LINK, SYNC, LOCK))] for edges in paths],
+                          segments.astype(np.int64))
 
-    def _rows(self, edges, segment_node):
-        """The rows of the path edges `edges` (indices, in order), of the segment into the
-        communication kernel whose start node is `segment_node` (None: the step's path)."""
+    def _rows(self, paths, segments):
+        """The rows of the path edges of each of `paths` (edge indices, in order), one after
+        another, the segment into the communication kernel `segments` names (-1: the step's
+        path): made for all paths at once, as a step has a segment for each communication
+        kernel (37 per step of DeepSeek's trace, 2,368 for the 254 MB trace)."""
+        lengths = [len(edges) for edges in paths]
+        edges = np.concatenate(paths)
+        first = np.repeat(np.cumsum(lengths) - lengths, lengths)
         src, dst, kind, weight = self.src, self.dst, self.kind, self.weight
         event = self.attributed[edges]
         hosts = len(self.rows)
@@ -585,8 +615,6 @@ class _Graph:
             on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
         for code, label in KIND_CLASS.items():
             bound_by = np.where(kind[edges] == code, label, bound_by)
-        segment = None if segment_node is None else \
-            int(self.work.index[self.work_rows[(segment_node - self.base) // 2]])
         return {"bound_by": bound_by.astype(object), "ns": weight[edges],
                 "start_ns": self.times[src[edges]], "end_ns": self.times[dst[edges]],
                 "name": name,
@@ -596,8 +624,8 @@ class _Graph:
                 "event_index": np.where(on_host, self.host.index[host_row],
                                         self.work.index[work_row] if len(self.work_rows)
                                         else 0),
-                "segment_of": np.full(len(edges), -1 if segment is None else segment),
-                "seq": np.arange(len(edges), dtype=np.int64),
+                "segment_of": np.repeat(segments, lengths),
+                "seq": np.arange(len(edges), dtype=np.int64) - first,
                 "valid": on_host | on_gpu}
 
 

@@ -34,6 +34,7 @@ written here without SQL:
   backward call nor a node, `...Backward...`; then the shortest, then the last in the file).
 """
 
+import functools
 from collections import defaultdict
 
 import numpy as np
@@ -42,6 +43,7 @@ import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
 
+from .decoder import _decode, native_available
 from .summaries import contiguous, default_class
 from .writer import read_staged
 
@@ -60,10 +62,17 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns",
            "flows": ["category", "ph", "id", "pid", "tid", "ts_ns"]}
 
 
+# The text columns op_table reads as Arrow dictionaries: names, categories, threads and flow
+# phases are tested once per distinct text, and no string per row is made (the staged
+# columns of the 254 MB trace: 37 MB of Arrow instead of 51).
+TEXT = ("category", "name", "pid", "tid", "ph")
+
+
 def measure(staging, parts, trace_id, kernel_names, rules):
     """(table, rows or None) pairs: op_tables of the trace staged in `staging` as `parts`
     ({table: part numbers}), see `pieces`."""
-    return pieces(read_staged(staging, parts, COLUMNS), trace_id, kernel_names, rules)
+    return pieces(read_staged(staging, parts, COLUMNS, dictionaries=TEXT), trace_id,
+                  kernel_names, rules)
 
 
 def op_table(staged, trace_id, kernel_names, rules):
@@ -85,7 +94,7 @@ def pieces(staged, trace_id, kernel_names, rules):
     writer that writes each as it comes holds neither the staged columns nor op_call_time
     (50 MB for the 254 MB trace) while op_time is measured."""
     cpu, runtime, kernels, flows = (staged.pop(name) for name in COLUMNS)
-    is_op = _mask(pc.equal(cpu["category"], "cpu_op"))
+    is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     if not is_op.any():
         yield "op_call_time", None
         yield "op_time", None
@@ -95,7 +104,7 @@ def pieces(staged, trace_id, kernel_names, rules):
     calls = _Calls(host, np.flatnonzero(is_op))
     calls.attribute(_work(host, calls, kernels, kernel_names))
     del kernels
-    names = contiguous(cpu["name"]).take(pa.array(calls.ops))
+    names = _dictionary(cpu["name"]).take(pa.array(calls.ops))
     per_call = _per_call(trace_id, cpu, host, names, calls, rules)
     del cpu
     yield "op_call_time", per_call
@@ -130,7 +139,8 @@ class _Host:
     views' joins)."""
 
     def __init__(self, cpu, runtime, flows):
-        flows = flows.filter(pc.equal(flows["category"], "fwdbwd"))
+        flows = flows.filter(pa.array(_matching(_dictionary(flows["category"]), pc.equal,
+                                                "fwdbwd")))
         self.cpu_rows = len(cpu)
         self.size = len(cpu) + len(runtime)
         self.index = _array(_stack(cpu["event_index"], runtime["event_index"]))
@@ -160,6 +170,21 @@ def _codes(column):
     return _array(pc.dictionary_encode(contiguous(column).cast(pa.string())).indices, fill=-1)
 
 
+def _dictionary(column):
+    """A DictionaryArray of a text column, plain or read as dictionaries (see read_staged)."""
+    if pa.types.is_dictionary(column.type):
+        return _unified(column)
+    return pc.dictionary_encode(contiguous(column).cast(pa.string()))
+
+
+def _matching(column, function, value):
+    """A boolean numpy array: `function(text, value)` of each row of a dictionary `column`
+    (NULL: false), computed once per distinct text."""
+    found = _mask(function(column.dictionary, value))
+    indices = _array(column.indices, fill=-1)
+    return found[indices] & (indices >= 0) if len(found) else np.zeros(len(indices), bool)
+
+
 def _unified(column):
     """One DictionaryArray of a (chunked) dictionary column whose chunks' dictionaries
     differ (Parquet's are per row group)."""
@@ -184,24 +209,81 @@ def _sortable(groups, values):
 
 class _Order:
     """The trace's host rows in start order (per thread: by start, longer first, then
-    event_index) and the rows that can open (a positive duration) by end: shared by the
-    layers, each of which is a subset of the rows."""
+    event_index), shared by the layers, each of which is a subset of the rows; and, for
+    _Tree alone (made when it asks), the rows' start keys, their positions in that order and
+    the rows that can open (a positive duration) by end."""
 
     def __init__(self, host):
-        size, opening = host.size, np.flatnonzero(host.span > 0)
+        self._host = host
+        self.rows = np.lexsort((host.index, -host.span, host.ts, host.thread))
+
+    @functools.cached_property
+    def _keys(self):
+        """(start keys of every row, end keys of the rows that can open, those rows)."""
+        host = self._host
+        opening = np.flatnonzero(host.span > 0)
         keys = _sortable(np.concatenate([host.thread, host.thread[opening]]),
                          np.concatenate([host.ts, host.ts[opening] + host.span[opening]]))
-        self.start_keys, end_keys = keys[:size], keys[size:]
-        self.rows = np.lexsort((host.index, -host.span, self.start_keys))
-        self.position = np.empty(size, np.int64)
-        self.position[self.rows] = np.arange(size)
+        return keys[:host.size], keys[host.size:], opening
+
+    @property
+    def start_keys(self):
+        return self._keys[0]
+
+    @functools.cached_property
+    def position(self):
+        position = np.empty(self._host.size, np.int64)
+        position[self.rows] = np.arange(self._host.size)
+        return position
+
+    @functools.cached_property
+    def _by_end(self):
+        _, end_keys, opening = self._keys
         by_end = np.argsort(end_keys, kind="stable")
-        self.ending, self.end_keys = opening[by_end], end_keys[by_end]
+        return opening[by_end], end_keys[by_end]
+
+    @property
+    def ending(self):
+        return self._by_end[0]
+
+    @property
+    def end_keys(self):
+        return self._by_end[1]
+
+
+def _tree(host, order, placed, member):
+    """One layer of the host tree (see _Tree) of the host rows `placed` in it, of which
+    `member` may open: by the native core when it is available, else by _Tree."""
+    if native_available():
+        return _NativeTree(host, order, placed, member)
+    return _Tree(host, order, placed, member)
+
+
+class _NativeTree:
+    """_Tree taken by the native core (ingest/native/src/tree.rs): one walk over the rows in
+    start order instead of sorted searches over the trace, its depth and parent int32. Its
+    `ancestor` answers for rows deeper than the level, as every caller asks."""
+
+    def __init__(self, host, order, placed, member):
+        opens = member & (host.span > 0)
+        self._tree = _decode.HostTree(order.rows, host.thread, host.ts, host.span,
+                                      opens.view(np.uint8), placed.view(np.uint8))
+        self.depth = np.frombuffer(self._tree.depth(), np.int32)
+        self.parent = np.frombuffer(self._tree.parent(), np.int32)
+
+    def ancestor(self, rows, level):
+        """For host `rows` deeper than `level` (an int or one per row), the last member
+        opened at `level` before each in its thread's order: its ancestor there (-1 for a row
+        not deeper)."""
+        rows = np.ascontiguousarray(rows, np.int64)
+        levels = np.ascontiguousarray(np.broadcast_to(level, rows.shape), np.int64)
+        return np.frombuffer(self._tree.ancestors(rows, levels), np.int64)
 
 
 class _Tree:
     """One layer of the host tree: per host row placed in it, its depth and its parent row
-    (-1 at the top), and `ancestor(rows, level)`. `member`: the rows that may open."""
+    (-1 at the top), and `ancestor(rows, level)`. `member`: the rows that may open. The
+    reference _NativeTree is tested against."""
 
     def __init__(self, host, order, placed, member):
         opens = member & (host.span > 0)
@@ -273,7 +355,7 @@ class _Calls:
         member = self.slot >= 0
         placed = member.copy()
         placed[host.cpu_rows:] = True  # runtime rows are placed, never open
-        self.tree = _Tree(host, self.order, placed, member)
+        self.tree = _tree(host, self.order, placed, member)
         self.host_ns = host.dur[ops]
         self.child_ns = np.zeros(len(ops), np.int64)
         self.gpu_kernels = np.zeros(len(ops), np.int64)
@@ -342,7 +424,7 @@ class _Calls:
         trace, at an ingest worker's peak)."""
         self.tree = None
         every = np.ones(host.size, bool)
-        parent = _Tree(host, self.order, every, every).parent
+        parent = _tree(host, self.order, every, every).parent
         child = np.flatnonzero((parent >= 0) & (self.slot[np.maximum(parent, 0)] >= 0))
         np.add.at(self.child_ns, self.slot[parent[child]], host.dur[child])
 
@@ -436,7 +518,7 @@ def _communication(activity, kernel_names):
 def _backward_links(host, calls, names):
     """(backward call slots, their forward call slots) of the backward calls linked to a
     forward op."""
-    backward = np.flatnonzero(_mask(pc.starts_with(names, BACKWARD_PREFIX)))
+    backward = np.flatnonzero(_matching(names, pc.starts_with, BACKWARD_PREFIX))
     forward = _by_flow(host, calls, backward)
     missing = forward < 0
     forward[missing] = _by_sequence(host, calls, names, backward[missing])
@@ -506,9 +588,8 @@ def _by_sequence(host, calls, names, backward):
     asking = backward[numbered[backward]]
     if not len(asking):
         return forward
-    eligible = pc.and_(pc.invert(pc.starts_with(names, BACKWARD_PREFIX)),
-                       pc.invert(pc.match_substring(names, "Backward")))
-    eligible = _mask(eligible) & numbered
+    eligible = (_valid(names) & ~_matching(names, pc.starts_with, BACKWARD_PREFIX)
+                & ~_matching(names, pc.match_substring, "Backward") & numbered)
     eligible &= np.isin(sequence, sequence[asking])
     candidates = np.flatnonzero(eligible)
     rows = calls.ops[candidates]

@@ -7,11 +7,14 @@ import functools
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tracewh
+from tracewh.ingest.decoder import native_available
+from tracewh.ingest.ops import _NativeTree, _Order, _Tree
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.sources import expand_inputs
 from tracewh.storage.catalog import Snapshot
@@ -361,6 +364,46 @@ def test_tree_rules_on_generated_nesting(draws, kinds):
         "SELECT event_index, parent_event_index, depth FROM _host_layers WHERE layer = 'cpu_op'"
     ).fetchall()}
     assert layer == {i: (p, d) for i, (p, d, _) in ops.items()}
+
+
+@st.composite
+def host_rows(draw):
+    """Host rows of a few threads, in file order: nested, overlapping without nesting,
+    touching, equal and zero-length events; each placed in the layer or not, a member
+    (which may open) or not (every member is placed, as in the layers)."""
+    rows = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 30), st.integers(-2, 12),
+                                   st.booleans(), st.booleans()), max_size=40))
+    columns = [np.array([row[i] for row in rows], dtype)
+               for i, dtype in enumerate((np.int64, np.int64, np.int64, bool, bool))]
+    thread, ts, dur, member, placed = columns
+    return thread, ts, dur, member, placed | member
+
+
+@settings(max_examples=400, deadline=None)
+@given(rows=host_rows())
+@example(rows=(np.array([0, 0, 0]), np.array([0, 5, 12]), np.array([10, 10, 1]),
+               np.array([True, True, True]), np.array([True, True, True])))  # A, B overlap: C
+def test_the_native_tree_is_the_reference_tree(rows):
+    """The native core's layer of the host tree (one walk in start order) against _Tree (sorted
+    searches): the same depth and parent of every row, and the same ancestor at every level
+    above each row, on rows that do not nest too (where the last member opened one level up
+    may have ended)."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    thread, ts, dur, member, placed = rows
+    host = type("Host", (), {})()
+    host.size, host.thread, host.ts, host.dur = len(ts), thread, ts, dur
+    host.span, host.index = np.maximum(dur, 0), np.arange(len(ts), dtype=np.int64)
+    order = _Order(host)
+    reference, native = _Tree(host, order, placed, member), _NativeTree(host, order, placed, member)
+    assert native.depth.tolist() == reference.depth.tolist()
+    assert native.parent.tolist() == reference.parent.tolist()
+    for level in range(int(reference.depth.max(initial=0))):
+        deeper = np.flatnonzero(reference.depth > level)
+        assert native.ancestor(deeper, level).tolist() == \
+            reference.ancestor(deeper, level).tolist()
+        assert native.ancestor(deeper, np.full(len(deeper), level)).tolist() == \
+            reference.ancestor(deeper, level).tolist()
 
 
 @pytest.mark.parametrize("run", ["h100", "mi300"])

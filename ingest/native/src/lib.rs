@@ -2,7 +2,8 @@
 //! byte of a trace's events, in Rust. `decode_events(data)` reads a JSON array of events with
 //! the GIL released and returns their columns as Arrow buffers (see `decode`), or None when
 //! the chunk holds something only the Python reference decoder reproduces exactly.
-//! `best_edges` is the one loop of the critical path measured at ingest (see `graph`), and
+//! `best_edges` is the one loop of the critical path measured at ingest (see `graph`),
+//! `HostTree` a layer of the host call tree the other per-trace measures read (`tree`), and
 //! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`).
 
 mod anchors;
@@ -12,6 +13,7 @@ mod graph;
 mod json;
 mod numbers;
 mod tables;
+mod tree;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -31,6 +33,12 @@ trait AsBytes {
 }
 
 impl<T: Copy> AsBytes for Vec<T> {
+    fn as_bytes(&self) -> &[u8] {
+        raw_bytes(self)
+    }
+}
+
+impl<T: Copy> AsBytes for std::sync::Arc<Vec<T>> {
     fn as_bytes(&self) -> &[u8] {
         raw_bytes(self)
     }
@@ -240,5 +248,6 @@ fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(graph::call_stack_edges_of, module)?)?;
     module.add_function(wrap_pyfunction!(graph::walks_of, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
+    module.add_class::<tree::HostTree>()?;
     Ok(())
 }

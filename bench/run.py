@@ -717,21 +717,26 @@ COMMANDS = (("report of one rank with its base", 5.0, ("report", "r2", "--base",
             ("diff r1 r2", 1.0, ("diff", "r1", "r2")))
 
 
-def wall(*args):
-    """Seconds of a fresh `python ARGS` process, as a user waits for it."""
+def timed(*args):
+    """(wall seconds, CPU seconds) of a fresh `python ARGS` process: as a user waits for it,
+    and what it used (user and system, its threads' too), steadier on a loaded machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, *args], check=True, capture_output=True, cwd=ROOT)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def medians(commands, rounds=STARTUP_ROUNDS):
-    """{name: median seconds} of each command (args to python), run in turn, `rounds` times:
-    the machine's speed drifts, so each round measures all of them side by side."""
+    """{name: (median wall seconds, median CPU seconds)} of each command (args to python), run
+    in turn, `rounds` times: the machine's speed drifts, so each round measures all of them
+    side by side."""
     times = {name: [] for name in commands}
     for _ in range(rounds):
         for name, args in commands.items():
-            times[name].append(wall(*args))
-    return {name: statistics.median(found) for name, found in times.items()}
+            times[name].append(timed(*args))
+    return {name: tuple(map(statistics.median, zip(*found))) for name, found in times.items()}
 
 
 def twenty_runs(directory):
@@ -751,10 +756,11 @@ def bench_startup(directory):
     tracewh = ("-m", "tracewh", "--warehouse", str(warehouse))
     print(f"\n== start-up: medians of {STARTUP_ROUNDS} fresh processes, 20 one-rank runs of "
           "TraceLens H100 ==")
-    found = medians({"floor": FLOOR, "select 1": (*tracewh, "query", "select 1"),
-                     "one-run view": (*tracewh, "query", ONE_RUN_VIEW),
-                     **{statement: (*tracewh, "query", statement) for statement in SCRIPT},
-                     "script": (*tracewh, "query", "; ".join(SCRIPT))})
+    found = {name: seconds for name, (seconds, _) in medians({
+        "floor": FLOOR, "select 1": (*tracewh, "query", "select 1"),
+        "one-run view": (*tracewh, "query", ONE_RUN_VIEW),
+        **{statement: (*tracewh, "query", statement) for statement in SCRIPT},
+        "script": (*tracewh, "query", "; ".join(SCRIPT))}).items()}
     floor = found["floor"]
     print(f"{'floor: import duckdb, select 1':<36} {floor:6.2f} s")
     for name, bar in (("select 1", 1.6), ("one-run view", 2.0)):
@@ -765,11 +771,16 @@ def bench_startup(directory):
           f"{found['script'] / one_by_one:5.2f}x its statements one by one, "
           f"{one_by_one:.2f} s (bar 1.3x)")
     report = Path(directory) / "report.html"
-    found = medians({name: (*tracewh, *args, *([str(report)] if args[0] == "report" else []))
-                     for name, _, args in COMMANDS}, rounds=3)
-    print("\n== commands over that warehouse, medians of 3 ==")
+    found = medians({"floor": FLOOR, **{
+        name: (*tracewh, *args, *([str(report)] if args[0] == "report" else []))
+        for name, _, args in COMMANDS}}, rounds=3)
+    print("\n== commands over that warehouse, medians of 3: wall and CPU seconds ==")
+    floor_wall, floor_cpu = found["floor"]
+    print(f"{'floor: import duckdb, select 1':<36} {floor_wall:6.2f} s  CPU {floor_cpu:5.2f} s")
     for name, bar, _ in COMMANDS:
-        print(f"{name:<36} {found[name]:6.2f} s  (bar {bar:g} s)")
+        seconds, used = found[name]
+        print(f"{name:<36} {seconds:6.2f} s  CPU {used:5.2f} s, {used / floor_cpu:4.1f}x the "
+              f"floor's  (bar {bar:g} s of wall)")
 
 
 def ray_ranks(directory):

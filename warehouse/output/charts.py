@@ -5,28 +5,35 @@ charts, scales without blur, and keeps its text as text (searchable, small). Eve
 title and axis labels with units; the report puts a caption and the numbers under it.
 """
 
+import functools
 import io
 import math
 import re
 from dataclasses import dataclass
 
-import matplotlib
 
-matplotlib.use("Agg")  # no display: draw to files only
+@functools.cache
+def pyplot():
+    """matplotlib's pyplot, drawing to SVG with the report's style: imported on first use
+    (~0.35 s of CPU), which `report.build_report` spends in its drawing thread while it asks
+    its first questions."""
+    import matplotlib
 
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+    matplotlib.use("Agg")  # no display: draw to files only
+    import matplotlib.pyplot as plt
 
-plt.rcParams.update({
-    "svg.fonttype": "none",  # text stays text, not paths
-    "text.parse_math": False,  # a kernel name's $...$ is text, not TeX (bad TeX raised)
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titleweight": "bold",
-    "axes.titlesize": 10,
-    "figure.dpi": 96,
-})
+    plt.rcParams.update({
+        "svg.fonttype": "none",  # text stays text, not paths
+        "text.parse_math": False,  # a kernel name's $...$ is text, not TeX (bad TeX raised)
+        "font.size": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titleweight": "bold",
+        "axes.titlesize": 10,
+        "figure.dpi": 96,
+    })
+    return plt
+
 
 # One color per kernel class and per part of GPU time, the same in every chart.
 CLASS_COLORS = {"communication": "#d1495b", "computation": "#00798c", "memory": "#edae49",
@@ -53,7 +60,7 @@ def duration_label(microseconds):
 def _svg(figure):
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight")
-    plt.close(figure)
+    pyplot().close(figure)
     return _METADATA.sub("", _XML_PROLOGUE.sub("", buffer.getvalue()))
 
 
@@ -64,6 +71,7 @@ def _width(count, per_item=0.22, least=6.0, most=13.0):
 def bars(labels, series, title, ylabel, stacked=False, colors=None, xlabel=None):
     """Vertical bars: one group (or stack, when `stacked`) per label, one bar per series
     ({name: values})."""
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(_width(len(labels)), 3.2))
     positions = range(len(labels))
     names = list(series)
@@ -90,6 +98,7 @@ def bars(labels, series, title, ylabel, stacked=False, colors=None, xlabel=None)
 
 def horizontal_bars(labels, values, colors, title, xlabel, legend):
     """One horizontal bar per label, largest on top; `legend` maps names to colors."""
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(9, 0.28 * len(labels) + 1.2))
     axes.barh(range(len(labels)), values, color=colors)
     axes.set_yticks(range(len(labels)), labels)
@@ -109,7 +118,9 @@ def histograms(panels, title, xlabel, ylabel, zero_label="0"):
     instead of being drawn over the smallest bucket."""
     columns = min(len(panels), 3)
     rows = (len(panels) + columns - 1) // columns
-    figure, grid = plt.subplots(rows, columns, figsize=(3.6 * columns, 2.5 * rows),
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    figure, grid = pyplot().subplots(rows, columns, figsize=(3.6 * columns, 2.5 * rows),
                                 squeeze=False)
     for axes, (name, lowers, counts, color) in zip(grid.flat, panels):
         ticks = _decade_ticks([lower for lower in lowers if lower > 0] or [1.0])
@@ -152,6 +163,7 @@ def lines(series, title, xlabel, ylabel, steps=False):
     until the next point (a level such as memory held, not a trend between samples)."""
     if len(series) > len(RANK_COLORS):
         raise ValueError(f"{len(series)} series: more than {len(RANK_COLORS)} colors")
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(9, 3.2))
     for color, (name, (xs, ys)) in zip(RANK_COLORS, series.items()):
         if steps:
@@ -169,6 +181,7 @@ def lines(series, title, xlabel, ylabel, steps=False):
 def heat_map(row_labels, column_labels, values, title, xlabel, ylabel, unit):
     """One cell per (row, column), colored by its value (None: no cell): 64 or 128 ranks stay
     apart where lines would share colors. Drawn as vector cells, so the page fetches nothing."""
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(9, min(9.0, 1.2 + 0.09 * len(row_labels))))
     cells = [[math.nan if v is None else v for v in row] for row in values]
     mesh = axes.pcolormesh(cells, cmap="viridis", edgecolors="face", linewidth=0.5)
@@ -266,9 +279,11 @@ def time_axis(axes, start_ns, end_ns):
 def _lane_bars(axes, bars, start_ns, colors=CLASS_COLORS, faded=1.0):
     """Draw `bars` (Bar) on their lanes, colored by class (`colors`), each as opaque as its
     fill, all `faded` (1: not)."""
+    from matplotlib.colors import to_rgba
+
     for kind, hue in colors.items():
         chosen = [bar for bar in bars if bar.timeline_class == kind]
-        color = matplotlib.colors.to_rgba(hue)
+        color = to_rgba(hue)
         for lane in sorted({bar.lane for bar in chosen}):
             own = [bar for bar in chosen if bar.lane == lane]
             axes.broken_barh([((b.start_ns - start_ns) / 1e6, (b.end_ns - b.start_ns) / 1e6)
@@ -285,6 +300,7 @@ def timeline(lanes, bars, annotations, start_ns, end_ns, title):
     levels = pack_levels([(a[1], a[2]) for a in annotations])
     rows = min(max(levels, default=-1) + 1, ANNOTATION_LEVELS)
     height = 1.3 + 0.32 * (len(lanes) + rows)
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(12, height))
     _lane_bars(axes, bars, start_ns)
     width_ms = max(end_ns - start_ns, 1) / 1e6
@@ -328,6 +344,7 @@ def critical_path(lanes, bars, path_lanes, edges, start_ns, end_ns, title):
     rank on the path (`path_lanes`, its label) with the path's edges ((lane, start_ns,
     end_ns, bound_by), lane counted from 0 among path_lanes) colored by class."""
     height = 1.5 + 0.32 * (len(lanes) + len(path_lanes))
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(12, height))
     _lane_bars(axes, bars, start_ns, faded=0.35)
     path = [Bar(len(lanes) + lane, start, end, kind, 1, end - start, 1.0, False)

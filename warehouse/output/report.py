@@ -4,13 +4,19 @@ Each section is a chart (inline SVG, `charts`), a caption saying what it shows a
 under it in a table, all read from the SQL library's views. The file needs no network and no
 script to show its charts; one small inline script counts what each chart drew (tests read the
 counts in a real browser, and a chart that drew nothing is a console error).
+
+The charts are drawn in a thread of their own while the next sections' questions are asked:
+DuckDB releases the GIL while it answers, matplotlib holds it while it draws (and imports, ~0.35
+s of CPU), so with a core free the two overlap rather than add up.
 """
 
 import collections
+import concurrent.futures
 import dataclasses
 import datetime
 import html
 from dataclasses import dataclass, field
+from functools import partial
 
 from . import charts
 from .demangle import demangle
@@ -35,7 +41,9 @@ class Section:
     key: str
     title: str
     caption: str
-    chart: str | None  # SVG text, or None when there is nothing to draw
+    # its drawing (a `charts` function and its arguments, see build_report), then the SVG text
+    # drawn; None when there is nothing to draw
+    chart: object
     columns: tuple = ()
     rows: list = field(default_factory=list)
     warnings: list = field(default_factory=list)  # figures not to read at face value
@@ -71,22 +79,39 @@ def build_report(connection, run, phase=None, base=None, options=None, timeline=
     with a section setting the phases side by side first, and each phase's sections after
     it); with `base`, the diff against it (phase by phase). `timeline` (a TimelineChoice)
     picks the step the timeline draws. The connection is to those runs (see
-    `api.Warehouse.connect_to_runs`, which checks them)."""
-    phases = [choose_phase(connection, run, phase)] if phase is not None else \
-        _phases_of(connection, run)
-    choice = timeline or TimelineChoice()
-    # a rank or step some phase lacks fails here, before anything is drawn
-    windows = {each: _timeline_window(connection, [run, each], choice) for each in phases}
-    if len(phases) == 1:
-        sections = _phase_sections(connection, run, phases[0], base, options, windows)
-    else:
-        sections = [_phases_side_by_side(connection, run, phases)]
-        for each in phases:
-            sections += [dataclasses.replace(s, key=f"{each}-{s.key}",
-                                             title=f"{each}: {s.title}")
-                         for s in _phase_sections(connection, run, each, base, options,
-                                                  windows)]
+    `api.Warehouse.connect_to_runs`, which checks them). Each section's chart is drawn in one
+    drawing thread (matplotlib's pyplot is not made for several) as soon as the section's
+    questions are answered, while the main thread asks the next ones."""
+    drawing = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tracewh-charts")
+    try:
+        drawing.submit(charts.pyplot)  # matplotlib imports while the first questions are asked
+        phases = [choose_phase(connection, run, phase)] if phase is not None else \
+            _phases_of(connection, run)
+        choice = timeline or TimelineChoice()
+        # a rank or step some phase lacks fails here, before anything is drawn
+        windows = {each: _timeline_window(connection, [run, each], choice) for each in phases}
+        sections = [section if section.chart is None else
+                    dataclasses.replace(section, chart=drawing.submit(section.chart))
+                    for section in _sections(connection, run, phases, base, options, windows)]
+        sections = [section if section.chart is None else
+                    dataclasses.replace(section, chart=section.chart.result())
+                    for section in sections]
+    finally:
+        drawing.shutdown(cancel_futures=True)  # after an error, draw nothing more
     return _page(connection, run, phases, base, sections)
+
+
+def _sections(connection, run, phases, base, options, windows):
+    """The report's sections in order, each made (its questions asked) when the one before
+    it has been taken."""
+    if len(phases) == 1:
+        yield from _phase_sections(connection, run, phases[0], base, options, windows)
+        return
+    yield _phases_side_by_side(connection, run, phases)
+    for each in phases:
+        for section in _phase_sections(connection, run, each, base, options, windows):
+            yield dataclasses.replace(section, key=f"{each}-{section.key}",
+                                      title=f"{each}: {section.title}")
 
 
 def _phases_of(connection, run):
@@ -97,33 +122,32 @@ def _phases_of(connection, run):
 def _phase_sections(connection, run, phase, base, options, windows):
     scope = [run, phase]
     kernels = _window_kernels(connection, scope, windows[phase])
-    sections = [
-        _overlap(connection, scope),
-        _exposed(connection, scope),
-        _gpu_time(connection, scope),
-        _timeline(connection, scope, windows[phase], kernels),
-        _critical_path(connection, scope, windows[phase], kernels),
-        _top_kernels(connection, scope),
-        _top_ops(connection, scope),
-        _module_tree(connection, scope),
-        _top_gemms(connection, scope),
-        _kernel_histograms(connection, scope),
-        _class_histograms(connection, scope),
-        _rank_skew(connection, scope),
-        _bus_bandwidth(connection, scope),
-        *_stragglers_sections(connection, scope),
-        _launch_latency(connection, scope),
-        _steps(connection, scope),
-        *_memory(connection, scope),
-    ]
+    yield _overlap(connection, scope)
+    yield _exposed(connection, scope)
+    yield _gpu_time(connection, scope)
+    yield _timeline(connection, scope, windows[phase], kernels)
+    yield _critical_path(connection, scope, windows[phase], kernels)
+    yield _top_kernels(connection, scope)
+    yield _top_ops(connection, scope)
+    yield _module_tree(connection, scope)
+    yield _top_gemms(connection, scope)
+    yield _kernel_histograms(connection, scope)
+    yield _class_histograms(connection, scope)
+    yield _rank_skew(connection, scope)
+    yield _bus_bandwidth(connection, scope)
+    yield from _stragglers_sections(connection, scope)
+    yield _launch_latency(connection, scope)
+    yield _steps(connection, scope)
+    yield from _memory(connection, scope)
     if base is None:
-        return sections
+        return
     if phase not in _phases_of(connection, base):
-        return sections + [Section("diff", f"Against {base}",
-                                   f"Run {base} has no phase {phase}: nothing to compare.",
-                                   None, empty="Nothing to compare.")]
-    return sections + _diff(connection, base, run,
-                            dataclasses.replace(options or DiffOptions(), phase=phase))
+        yield Section("diff", f"Against {base}",
+                      f"Run {base} has no phase {phase}: nothing to compare.", None,
+                      empty="Nothing to compare.")
+        return
+    yield from _diff(connection, base, run,
+                     dataclasses.replace(options or DiffOptions(), phase=phase))
 
 
 @dataclass(frozen=True)
@@ -173,9 +197,9 @@ def _phases_side_by_side(connection, run, phases):
     for s in summaries:
         for part, value in _span_parts(s).items():
             series[part].append(value)
-    chart = charts.bars(list(phases), series, "Where GPU time goes, per phase",
-                        "% of the GPU span", stacked=True, colors=charts.PART_COLORS,
-                        xlabel="phase")
+    chart = partial(charts.bars, list(phases), series, "Where GPU time goes, per phase",
+                    "% of the GPU span", stacked=True, colors=charts.PART_COLORS,
+                    xlabel="phase")
     return Section(
         "phases", "Phases side by side",
         "Each phase of the run in a column (view phase_summary): GPU times summed over the "
@@ -232,7 +256,8 @@ def _timeline(connection, scope, window, kernels):
     lane = {stream: i for i, stream in enumerate(streams)}
     bars = charts.bin_kernels([(lane[s], a, b, c) for s, c, a, b in kernels], left, right)
     what = f"{step} of rank {rank}" if step else f"the capture {trace_id} of rank {rank}"
-    chart = charts.timeline(
+    chart = partial(
+        charts.timeline,
         [f"stream {s}" if s is not None else "no stream" for s in streams], bars,
         [(_short(name, 40), a, b) for name, a, b in annotations], left, right,
         f"Timeline of {_short(what, 70)}") if kernels else None
@@ -291,7 +316,8 @@ def _critical_path(connection, scope, window, kernels, top=12):
     ranks = sorted({e[0] for e in edges if e[4] > 0})
     path_lane = {r: i for i, r in enumerate(ranks)}
     what = f"{step}" if step else "the capture"
-    chart = charts.critical_path(
+    chart = partial(
+        charts.critical_path,
         [f"rank {rank} stream {s}" if s is not None else f"rank {rank} no stream"
          for s in streams], bars, [f"path on rank {r}" for r in ranks],
         [(path_lane[r], a, b, kind) for r, a, b, kind, ns, _ in edges if ns > 0],
@@ -373,9 +399,9 @@ def _overlap(connection, scope):
         return Section("overlap", "Overlap per rank", NO_COMMUNICATION, None,
                        empty="No communication: nothing to chart.")
     ratios = [100 * (ratio or 0) for *_, ratio in rows]
-    chart = charts.bars([str(r[0]) for r in rows], {"overlap": ratios},
-                        "Communication hidden under computation", "% of communication time",
-                        xlabel="rank")
+    chart = partial(charts.bars, [str(r[0]) for r in rows], {"overlap": ratios},
+                    "Communication hidden under computation", "% of communication time",
+                    xlabel="rank")
     return Section(
         "overlap", "Overlap per rank",
         "Share of each rank's communication time (NCCL, RCCL, DeepEP... kernels, all streams "
@@ -391,9 +417,9 @@ def _exposed(connection, scope):
     if not any(comm for *_, comm in rows):
         return Section("exposed", "Exposed communication per rank", NO_COMMUNICATION, None,
                        empty="No communication: nothing to chart.")
-    chart = charts.bars([str(r[0]) for r in rows], {"exposed": [ms(r[1]) for r in rows]},
-                        "Exposed communication", "ms", colors={"exposed": "#d1495b"},
-                        xlabel="rank")
+    chart = partial(charts.bars, [str(r[0]) for r in rows], {"exposed": [ms(r[1]) for r in rows]},
+                    "Exposed communication", "ms", colors={"exposed": "#d1495b"},
+                    xlabel="rank")
     return Section(
         "exposed", "Exposed communication per rank",
         "Communication time not hidden under computation: the GPU waits on the network. "
@@ -408,10 +434,10 @@ def _gpu_time(connection, scope):
                step_idle_ns, largest_gap_ns, gap_dominated, idle_span_ns
         FROM rank_gpu_parts WHERE run = ? AND phase = ? ORDER BY rank""", scope)
     parts = list(charts.PART_COLORS)
-    chart = charts.bars([str(r[0]) for r in rows],
-                        {part: [ms(r[i + 1]) for r in rows] for i, part in enumerate(parts)},
-                        "GPU time per rank", "ms", stacked=True, colors=charts.PART_COLORS,
-                        xlabel="rank") if rows else None
+    chart = partial(charts.bars, [str(r[0]) for r in rows],
+                    {part: [ms(r[i + 1]) for r in rows] for i, part in enumerate(parts)},
+                    "GPU time per rank", "ms", stacked=True, colors=charts.PART_COLORS,
+                    xlabel="rank") if rows else None
     stretched = [r for r in rows if r[8]]
     steps = [ms(r[6]) for r in stretched if r[6] is not None]
     warnings = [
@@ -441,7 +467,8 @@ def _top_kernels(connection, scope):
         SELECT short_name, class, kernels, total_ns, share_pct FROM short_kernel_stats
         WHERE run = ? AND phase = ? AND position <= {TOP_KERNELS} ORDER BY position""", scope)
     names = _names(r[0] for r in rows)
-    chart = charts.horizontal_bars(
+    chart = partial(
+        charts.horizontal_bars,
         [names[r[0]].text for r in rows], [ms(r[3]) for r in rows],
         [charts.CLASS_COLORS.get(r[1], "#9a9a9a") for r in rows],
         f"Top {len(rows)} kernels by total time, all ranks", "ms",
@@ -469,7 +496,8 @@ def _top_ops(connection, scope):
     names = _names(r[0] for r in rows)
     kinds = {True: ("launched communication", charts.CLASS_COLORS["communication"]),
              False: ("other", charts.CLASS_COLORS["computation"])}
-    chart = charts.horizontal_bars(
+    chart = partial(
+        charts.horizontal_bars,
         [names[r[0]].text for r in rows], [ms(r[3]) for r in rows],
         [kinds[bool(r[7])][1] for r in rows],
         f"Top {len(rows)} operators by self GPU time, all ranks", "ms",
@@ -527,7 +555,8 @@ def _top_gemms(connection, scope):
         FROM gemm_shapes WHERE run = ? AND phase = ?
         ORDER BY gpu_busy_ns DESC, name, shapes LIMIT {TOP_GEMMS}""", scope)
     labels = [_short(f"{r[0]} {r[1]}") for r in rows]
-    chart = charts.horizontal_bars(
+    chart = partial(
+        charts.horizontal_bars,
         labels, [r[8] or 0 for r in rows], [BOUND_COLORS[r[10] or "no peak"] for r in rows],
         f"Top {len(rows)} GEMM shapes by GPU time: % of the device's dense peak", "% of peak",
         {f"{bound}-bound" if bound != "no peak" else bound: color
@@ -555,9 +584,9 @@ def _kernel_histograms(connection, scope):
                                   [labels[short_name].text, [], [], charts.CLASS_COLORS.get(cls)])
         panel[1].append(us(lower))
         panel[2].append(kernels)
-    chart = charts.histograms([tuple(p) for p in panels.values()],
-                              "Duration histograms of the top kernels",
-                              "duration (log scale)", "kernels") if panels else None
+    chart = partial(charts.histograms, [tuple(p) for p in panels.values()],
+                    "Duration histograms of the top kernels",
+                    "duration (log scale)", "kernels") if panels else None
     return Section(
         "kernel-histograms", "Duration histograms of the top kernels",
         f"How the durations of the {len(panels)} kernels with the most total time spread "
@@ -578,9 +607,9 @@ def _class_histograms(connection, scope):
         panel = panels.setdefault(cls, [cls, [], [], charts.CLASS_COLORS.get(cls)])
         panel[1].append(us(lower))
         panel[2].append(kernels)
-    chart = charts.histograms([tuple(p) for p in panels.values()],
-                              "Duration histograms per class", "duration (log scale)",
-                              "kernels") if panels else None
+    chart = partial(charts.histograms, [tuple(p) for p in panels.values()],
+                    "Duration histograms per class", "duration (log scale)",
+                    "kernels") if panels else None
     return Section(
         "class-histograms", "Duration histograms per class",
         "Durations of all GPU work of each class, all ranks together, in power-of-two "
@@ -599,10 +628,10 @@ def _rank_skew(connection, scope):
                        "One rank: rank skew compares the per-rank totals of each class across "
                        "ranks, and needs two or more.", None,
                        empty="A single rank has no skew.")
-    chart = charts.bars([r[0] for r in rows],
-                        {"min": [ms(r[2]) for r in rows], "median": [ms(r[3]) for r in rows],
-                         "max": [ms(r[4]) for r in rows]},
-                        "Per-rank total time of each class", "ms") if rows else None
+    chart = partial(charts.bars, [r[0] for r in rows],
+                    {"min": [ms(r[2]) for r in rows], "median": [ms(r[3]) for r in rows],
+                     "max": [ms(r[4]) for r in rows]},
+                    "Per-rank total time of each class", "ms") if rows else None
     slowest = "; ".join(f"{r[0]}: rank {r[5]} ({r[6]:.2f}x the median)" for r in rows
                         if r[6] is not None)
     return Section(
@@ -626,7 +655,8 @@ def _bus_bandwidth(connection, scope):
         FROM collective_summary WHERE run = ? AND phase = ?
         ORDER BY collective, msg_bytes NULLS LAST, dtype NULLS LAST""", scope)
     measured = [r for r in rows if r[5] is not None]
-    chart = charts.horizontal_bars(
+    chart = partial(
+        charts.horizontal_bars,
         [_size_label(r[0], r[2]) for r in measured], [r[5] for r in measured],
         ["#1f77b4"] * len(measured), "Median bus bandwidth per collective and size",
         "bus bandwidth (GB/s, GB = 10^9 bytes)", {"median": "#1f77b4"}) if measured else None
@@ -662,9 +692,10 @@ def _waits_caused(connection, scope, stragglers):
                        "No collective was matched across two or more ranks: no rank made "
                        "another wait.", None, empty="Nothing to show.")
     if len(ranks) <= len(charts.RANK_COLORS):
-        chart = charts.bars([str(r[0]) for r in ranks], {"wait caused": [ms(r[1]) for r in ranks]},
-                            "Wait each rank caused the others", "ms", xlabel="rank",
-                            colors={"wait caused": "#d1495b"})
+        chart = partial(charts.bars, [str(r[0]) for r in ranks],
+                        {"wait caused": [ms(r[1]) for r in ranks]},
+                        "Wait each rank caused the others", "ms", xlabel="rank",
+                        colors={"wait caused": "#d1495b"})
         caption = ("For each rank, the time the other ranks of its groups spent waiting for it "
                    "at the collectives where it arrived last. A rank far above the others is "
                    "the straggler.")
@@ -676,9 +707,10 @@ def _waits_caused(connection, scope, stragglers):
         grid = {rank: [None] * columns for rank, *_ in ranks}
         for rank, nth, caused in cells:
             grid[rank][nth - 1] = ms(caused)
-        chart = charts.heat_map([str(rank) for rank in grid], [str(i + 1) for i in range(columns)],
-                                list(grid.values()), "Wait each rank caused, per collective",
-                                "collective (in time order)", "rank", "wait caused (ms)")
+        chart = partial(charts.heat_map, [str(rank) for rank in grid],
+                        [str(i + 1) for i in range(columns)],
+                        list(grid.values()), "Wait each rank caused, per collective",
+                        "collective (in time order)", "rank", "wait caused (ms)")
         caption = (f"Each of the {len(ranks)} ranks (a row) at each matched collective (a "
                    "column, in time order): the time the others waited for it where it arrived "
                    "last, else 0. A row of bright cells is a straggler.")
@@ -710,9 +742,9 @@ def _launch_latency(connection, scope):
         SELECT rank, launches, p50_ns, p90_ns, max_ns, first_ns FROM launch_latency_summary
         WHERE run = ? AND phase = ? ORDER BY rank""", scope)
     lowers = [0 if bucket < 0 else 2 ** bucket / 1e3 for bucket, _ in buckets]
-    chart = charts.histograms([("all ranks", lowers, [n for _, n in buckets], "#30638e")],
-                              "Launch latency", "from launch call to kernel start (log scale)",
-                              "kernels", zero_label="≤ 0") if buckets else None
+    chart = partial(charts.histograms, [("all ranks", lowers, [n for _, n in buckets], "#30638e")],
+                    "Launch latency", "from launch call to kernel start (log scale)",
+                    "kernels", zero_label="≤ 0") if buckets else None
     return Section(
         "launch-latency", "Launch latency",
         "Time from the runtime call that launched each GPU activity to its start on the GPU, "
@@ -794,14 +826,15 @@ def _steps(connection, scope):
                    "figures are below." if rows else
                    "This run has no ProfilerStep#N spans (the profiler's schedule adds them).")
     elif len(series) <= len(charts.RANK_COLORS):
-        chart = charts.lines({f"rank {rank}": points for rank, points in series.items()},
-                             "Step durations over time", "step start (ms after the first step)",
-                             "step duration (ms)")
+        chart = partial(charts.lines, {f"rank {rank}": points for rank, points in series.items()},
+                        "Step durations over time", "step start (ms after the first step)",
+                        "step duration (ms)")
         caption = ("Each ProfilerStep#N of each rank, at its start time (a color per rank): a "
                    "step that grows or a rank that lags shows here.")
     else:
         steps = max(len(ys) for _, ys in series.values())
-        chart = charts.heat_map(
+        chart = partial(
+            charts.heat_map,
             [str(rank) for rank in series], [str(i + 1) for i in range(steps)],
             [ys + [None] * (steps - len(ys)) for _, ys in series.values()],
             "Step durations per rank", "step (in time order)", "rank", "step duration (ms)")
@@ -835,9 +868,9 @@ def _memory(connection, scope):
                             "each rank's whole captures.")
     if step:
         rank, trace_id, name, start, end = step[0]
-        chart = charts.lines(_memory_curve(connection, scope, trace_id, start, end),
-                             f"Memory during {name} of rank {rank}",
-                             "time into the step (ms)", "MiB", steps=True)
+        chart = partial(charts.lines, _memory_curve(connection, scope, trace_id, start, end),
+                        f"Memory during {name} of rank {rank}",
+                        "time into the step (ms)", "MiB", steps=True)
         caption = (f"Bytes allocated and reserved by the allocator on each device during "
                    f"{name} of rank {rank}, the step with the run's highest allocated peak "
                    f"(memory_timeline; each point the highest level in 1/{MEMORY_BINS} of the "
@@ -884,7 +917,8 @@ def _diff(connection, base, run, options):
     changed = [k for k in report["kernels"] if k["status"] in ("regressed", "improved")]
     changed = sorted(changed, key=lambda k: -abs(k["delta_ns"]))[:DIFF_ROWS]
     names = _names(k["name"] for k in changed)
-    chart = charts.horizontal_bars(
+    chart = partial(
+        charts.horizontal_bars,
         [names[k["name"]].text for k in changed], [ms(k["delta_ns"]) for k in changed],
         ["#d1495b" if k["status"] == "regressed" else "#6a994e" for k in changed],
         f"Kernels that changed against {base}", "change of total time (ms)",

@@ -5,8 +5,9 @@ Each module's header declares what it reads (`-- Reads: a, b`): dependency order
 tables a query needs come from those declarations (tests/test_library.py checks each one
 against the SQL). Modules named with a leading `_` are internal helpers, building blocks
 rather than contracts: they are not published. A public view that reads one is published
-with the helper's SELECT inlined as a subquery in its place (sqlglot), so every connection,
-`tracewh.duckdb`, the Spark script and `tracewh views` hold the public views only.
+with the helper's SELECT defined first in its WITH clause, as a CTE of the helper's name
+(sqlglot), so every connection, `tracewh.duckdb`, the Spark script and `tracewh views` hold the
+public views only.
 """
 
 import functools
@@ -24,6 +25,10 @@ from ..rules import default_rules, rules_fingerprint
 _HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
 _FIELD = re.compile(r"^-- (Reads|Parameters):(.*(?:\n--  +\S.*)*)", re.MULTILINE)
 _DEFINES = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
+# How helpers are inlined into the views that read them (2: as CTEs, each once, see `_inline`):
+# part of the inlined library's cache key and of the fingerprint, so that a change of it
+# publishes the views again, as a change of their SQL does.
+INLINING = 2
 
 
 def library():
@@ -203,7 +208,7 @@ def library_in_order():
 
 def published_modules(live=()):
     """{public module: SQL text} in dependency order, each reading no helper: a helper a view
-    reads is inlined as a subquery of the helper's own SELECT (itself inlined first). The
+    reads, and those it reads, are CTEs of the view's WITH clause (see `_inline`). The
     helpers named in `live` are replaced by their sql/live/ twins, which compute at query time
     what the originals read as measured at ingest (see `live_helpers`). A module that reads no
     helper keeps its text as written."""
@@ -257,7 +262,7 @@ def _inlined_library(live):
     Inlining parses and writes ~25 modules with sqlglot (1-2 s), which every command's process
     would pay on its first connection: the result is kept in the user's cache directory under
     a digest of the library's texts, so it is computed once per library, not per command."""
-    digest = hashlib.sha256(json.dumps([library_in_order(), _live_texts(), live])
+    digest = hashlib.sha256(json.dumps([INLINING, library_in_order(), _live_texts(), live])
                             .encode()).hexdigest()[:16]
     cached = _cache_directory() / f"library-{digest}.json"
     try:
@@ -286,34 +291,55 @@ def _inlined_modules(live):
     import sqlglot
 
     replacements = {name: text for name, text in _live_texts() if name in live}
-    selects, inlined = {}, {"public": {}, "helpers": {}}
+    selects, helpers_read, inlined = {}, {}, {"public": {}, "helpers": {}}
     for name, text in library_modules_in_order().items():
         text = replacements.get(name, text)
         helpers = [read for read in declared_reads(text) if is_internal(read)]
-        if helpers:
-            text = _inline(text, selects)
         if is_internal(name):
             selects[name] = sqlglot.parse_one(text, read="duckdb").expression
-            inlined["helpers"][name] = text
-        else:
-            inlined["public"][name] = text
+            helpers_read[name] = helpers
+        if helpers:
+            text = _inline(text, _helpers_in_order(helpers, helpers_read), selects)
+        inlined["helpers" if is_internal(name) else "public"][name] = text
     return inlined
 
 
-def _inline(sql_text, selects):
-    """`sql_text` (one CREATE VIEW) with each helper it reads replaced by a subquery of the
-    helper's SELECT, aliased as the reference was (or by the helper's name)."""
+def _helpers_in_order(helpers, helpers_read):
+    """`helpers` and every helper they read, directly or not, each after those it reads."""
+    ordered = {}
+
+    def place(name):
+        if name not in ordered:
+            for read in helpers_read[name]:
+                place(read)
+            ordered[name] = True
+
+    for name in helpers:
+        place(name)
+    return list(ordered)
+
+
+def _inline(sql_text, helpers, selects):
+    """`sql_text` (one CREATE VIEW) with the `helpers` it reads (and those they read, in
+    that order) defined first in its WITH clause, each once, as a CTE of the helper's name
+    and SELECT. A helper read in several places is then planned once: inlined as a subquery
+    in each place, op_perf held _op_models' 60 kB of SQL twice (and _dtypes once per operand
+    of each model), and DuckDB spent more time planning it than running it (0.7 s of CPU
+    against 0.25 s now, over one rank of TraceLens's H100 trace)."""
     import sqlglot
     from sqlglot import exp
 
     if _macro_text(sql_text):
         raise RuntimeError("a table macro reads a helper view: inline it by hand")
     tree = sqlglot.parse_one(sql_text, read="duckdb")
-    for table in list(tree.expression.find_all(exp.Table)):
-        if table.name in selects and not table.db:
-            alias = table.alias or table.name
-            table.replace(exp.Subquery(this=selects[table.name].copy(),
-                                       alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    query = tree.expression
+    ctes = [exp.CTE(this=selects[name].copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
+            for name in helpers]
+    with_ = query.args.get("with_")
+    if with_ is None:
+        query.set("with_", exp.With(expressions=ctes))
+    else:
+        with_.set("expressions", [*ctes, *with_.expressions])
     return header(sql_text) + tree.sql(dialect="duckdb", pretty=True, comments=False) + ";\n"
 
 
@@ -331,7 +357,7 @@ def public_library():
 def library_fingerprint(rules):
     """A digest of what derived answers follow from besides the data: the SQL library (its
     live modules too), the kernel rules and the device peaks."""
-    text = json.dumps([library_in_order(), _live_texts(), rules, default_peaks()])
+    text = json.dumps([INLINING, library_in_order(), _live_texts(), rules, default_peaks()])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -22,7 +22,7 @@ CREATE OR REPLACE VIEW timeline_windows AS
 -- One scan of the steps and the capture spans, each figure a window function partitioned by
 -- run and phase (or rank), so that a question about a run reads that run's files only: the
 -- joins of the windows with their medians, the slowest rank and the pick each read every
--- run's steps again (over 64 ranks of DeepSeek's trace, 0.57x the CPU time).
+-- run's steps again (over 64 ranks of DeepSeek's trace, 0.6x the CPU time).
 WITH candidates AS (
   SELECT run, phase, rank, trace_id, event_index AS window_index, name AS step,
          ts_ns AS start_ns, ts_ns + dur_ns AS end_ns

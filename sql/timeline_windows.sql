@@ -4,7 +4,7 @@
 -- them (inference captures often have none) has one window per capture, its GPU span. The
 -- slowest rank has the longest median window (the nearest-rank lower median; ties: the
 -- lowest rank); its median window is the first, by start, of its windows that last that
--- median (ties by trace id).
+-- median (ties by trace id, then step).
 --
 -- Reads: cpu_ops, capture_spans
 --
@@ -19,55 +19,54 @@
 --   slowest_rank         this rank has the phase's longest median window
 --   is_default           the window the report draws when none is asked for
 CREATE OR REPLACE VIEW timeline_windows AS
-WITH steps AS NOT MATERIALIZED (
+-- One scan of the steps and the capture spans, each figure a window function partitioned by
+-- run and phase (or rank), so that a question about a run reads that run's files only: the
+-- joins of the windows with their medians, the slowest rank and the pick each read every
+-- run's steps again (over 64 ranks of DeepSeek's trace, 0.6x the CPU time).
+WITH candidates AS (
   SELECT run, phase, rank, trace_id, event_index AS window_index, name AS step,
          ts_ns AS start_ns, ts_ns + dur_ns AS end_ns
   FROM cpu_ops
   WHERE name LIKE 'ProfilerStep#%' AND dur_ns IS NOT NULL
-),
-stepped AS (
-  SELECT DISTINCT run, phase FROM steps
-),
-windows AS NOT MATERIALIZED (
-  SELECT * FROM steps
   UNION ALL
-  SELECT c.run, c.phase, c.rank, c.trace_id, CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR),
-         c.first_ns, c.last_ns
-  FROM capture_spans AS c
-  LEFT JOIN stepped AS s ON s.run = c.run AND s.phase = c.phase
-  WHERE s.run IS NULL
+  SELECT run, phase, rank, trace_id, CAST(NULL AS BIGINT), CAST(NULL AS VARCHAR), first_ns,
+         last_ns
+  FROM capture_spans
 ),
+-- a phase's windows are its steps, or its captures when it has none
+windows AS (
+  SELECT run, phase, rank, trace_id, window_index, step, start_ns, end_ns,
+         end_ns - start_ns AS dur_ns,
+         row_number() OVER (PARTITION BY run, phase, rank ORDER BY end_ns - start_ns)
+           AS place,
+         count(end_ns - start_ns) OVER (PARTITION BY run, phase, rank) AS sized
+  FROM (SELECT *, count(step) OVER (PARTITION BY run, phase) AS steps
+        FROM candidates) AS phased
+  WHERE (step IS NOT NULL) = (steps > 0)
+),
+-- the nearest-rank lower median: the ceil(n/2)-th shortest of the rank's n windows
 medians AS (
-  SELECT run, phase, rank,
-         percentile_disc(0.5) WITHIN GROUP (ORDER BY end_ns - start_ns) AS rank_median_ns
+  SELECT *,
+         max(CASE WHEN 2 * place >= sized AND 2 * place - 2 < sized THEN dur_ns END)
+           OVER (PARTITION BY run, phase, rank) AS rank_median_ns
   FROM windows
-  GROUP BY run, phase, rank
 ),
 slowest AS (
-  SELECT run, phase, rank, rank_median_ns
-  FROM (SELECT *, row_number() OVER (PARTITION BY run, phase
-                                     ORDER BY rank_median_ns DESC, rank) AS place
-        FROM medians) AS ordered
-  WHERE place = 1
+  SELECT *,
+         coalesce(rank = first_value(rank) OVER (PARTITION BY run, phase
+                                                ORDER BY rank_median_ns DESC, rank),
+                  FALSE) AS slowest_rank
+  FROM medians
 ),
-picked AS (
-  SELECT run, phase, rank, trace_id, window_index
-  FROM (SELECT w.run, w.phase, w.rank, w.trace_id, w.window_index,
-               row_number() OVER (PARTITION BY w.run, w.phase
-                                  ORDER BY w.start_ns, w.trace_id) AS place
-        FROM windows AS w
-        JOIN slowest AS s
-          ON s.run = w.run AND s.phase = w.phase AND s.rank = w.rank
-         AND w.end_ns - w.start_ns = s.rank_median_ns) AS ordered
-  WHERE place = 1
+typical AS (
+  SELECT *, coalesce(slowest_rank AND dur_ns = rank_median_ns, FALSE) AS typical
+  FROM slowest
 )
-SELECT w.run, w.phase, w.rank, w.trace_id, w.window_index, w.step, w.start_ns, w.end_ns,
-       w.end_ns - w.start_ns AS dur_ns, m.rank_median_ns,
-       s.rank IS NOT NULL AS slowest_rank,
-       p.rank IS NOT NULL AS is_default
-FROM windows AS w
-JOIN medians AS m ON m.run = w.run AND m.phase = w.phase AND m.rank = w.rank
-LEFT JOIN slowest AS s ON s.run = w.run AND s.phase = w.phase AND s.rank = w.rank
-LEFT JOIN picked AS p
-  ON p.run = w.run AND p.phase = w.phase AND p.rank = w.rank AND p.trace_id = w.trace_id
- AND p.window_index IS NOT DISTINCT FROM w.window_index;
+SELECT run, phase, rank, trace_id, window_index, step, start_ns, end_ns, dur_ns,
+       rank_median_ns, slowest_rank,
+       typical AND row_number() OVER (PARTITION BY run, phase, typical
+                                      ORDER BY start_ns, trace_id, window_index) = 1
+         AS is_default
+FROM typical
+-- a capture without a rank counts in its phase's slowest rank but has no window to draw
+WHERE rank IS NOT NULL;

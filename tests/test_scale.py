@@ -78,7 +78,9 @@ def _same_rows(rows, expected):
 
 @pytest.mark.parametrize("view", ["overlap", "kernel_stats", "gpu_idle", "run_metrics",
                                   "rank_skew", "launch_latency_summary", "runs",
-                                  "graph_replay_kernels", "overlap_by_annotation"])
+                                  "graph_replay_kernels", "overlap_by_annotation",
+                                  "timeline_windows", "timeline_kernels",
+                                  "timeline_annotations"])
 def test_a_run_filter_reaches_every_file_a_view_reads(three_runs, view):
     """Over the whole warehouse too: EXPLAIN ANALYZE shows each scan reading one run's files
     (8 of 24), none all of them (a CTE read twice, a join on trace_id alone, used to). The

@@ -31,7 +31,6 @@ from tracewh.storage.schema import TABLES
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
-from .writer import read_staged
 
 SOURCES = ("cpu_ops", "runtime", "instants")
 # The staged columns tree_table reads; ancestor_table reads op_time's too.
@@ -60,7 +59,7 @@ def measure(staging, parts, trace_id):
     """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
     numbers}), see `pieces`: its call_tree, kernel_ops,
     kernel_attribution, call_ancestors and backward_links."""
-    return pieces(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
+    return pieces(ops.read_linking(staging, parts, READ, TEXT), trace_id)
 
 
 def pieces(staged, trace_id):

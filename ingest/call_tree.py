@@ -72,9 +72,14 @@ def pieces(staged, trace_id):
     were the measure's peak."""
     yield "backward_links", backward_table(staged, trace_id)
     staged.pop("flows", None)
+    events = _Events(staged)
+    # The host events' staged columns, copied into `events`, let go: _attribution reads only
+    # the ids that link GPU activity to them (~40 bytes a row held twice otherwise).
+    staged.update(cpu_ops=staged["cpu_ops"].select(["external_id"]),
+                  runtime=staged["runtime"].select(["correlation"]), instants=None)
     trees = {}
     layers = 0
-    for layer in _layers(staged, trace_id, trees):
+    for layer in _layers(events, trace_id, trees):
         layers += 1
         yield "call_tree", layer
         del layer  # taken: not held while the next layer is made
@@ -114,14 +119,13 @@ class _Events:
         sizes = [len(table) for table in tables]
         self.size = sum(sizes)
         self.source = np.repeat(np.arange(len(SOURCES), dtype=np.int8), sizes)
-        self.columns = {name: contiguous(_stack(*(table[name] for table in tables)))
-                        for name in ("event_index", "ts_ns")}
+        self.columns = {"ts_ns": contiguous(_stack(*(table["ts_ns"] for table in tables)))}
         self.columns.update({name: _dictionary(_stack(*(table[name] for table in tables)))
                              for name in TEXT})
         durations = contiguous(_stack(staged["cpu_ops"]["dur_ns"], staged["runtime"]["dur_ns"],
                                       pa.chunked_array([pa.nulls(sizes[2], pa.int64())])))
         self.columns["dur_ns"] = durations
-        self.index = _array(self.columns["event_index"])
+        self.index = ops._narrowed(_array(_stack(*(table["event_index"] for table in tables))))
         self.ts = _array(self.columns["ts_ns"])
         self.span = np.maximum(_array(durations), 0)
         pid, tid = (_array(self.columns[name].indices, fill=-1) for name in ("pid", "tid"))
@@ -135,15 +139,14 @@ def tree_table(staged, trace_id, trees=None):
     """The trace's call_tree rows (None when it has no host event), from its staged tables
     ({table: at least COLUMNS}); `trees` (a dict) is given the events and each layer's
     (_Tree, members)."""
-    layers = list(_layers(staged, trace_id, {} if trees is None else trees))
+    layers = list(_layers(_Events(staged), trace_id, {} if trees is None else trees))
     return pa.concat_tables(layers) if layers else None
 
 
-def _layers(staged, trace_id, trees):
-    """The call_tree rows of each layer in turn, in slices of at most LAYER_ROWS rows (none
-    when the trace has no host event); `trees` is given the events and, as each is made, a
-    layer's (_Tree, members)."""
-    events = _Events(staged)
+def _layers(events, trace_id, trees):
+    """The call_tree rows of each layer of the host `events` (_Events) in turn, in slices of
+    at most LAYER_ROWS rows (none when the trace has no host event); `trees` is given the
+    events and, as each is made, a layer's (_Tree, members)."""
     trees["events"] = events
     if not events.size:
         return
@@ -408,7 +411,8 @@ def backward_table(staged, trace_id):
     backward = np.flatnonzero(_matching(names, pc.starts_with, ops.BACKWARD_PREFIX))
     if not len(backward):
         return None
-    host = ops._Host(cpu, staged["runtime"], staged["flows"])
+    # Its calls and flows alone: the runtime rows, half the host events, are none of them.
+    host = ops._Host(cpu, staged["runtime"].slice(0, 0), staged["flows"])
     forward = ops._by_flow(host, calls, backward)
     by_flow = forward >= 0
     forward[~by_flow] = ops._by_sequence(host, calls, names, backward[~by_flow])

@@ -98,14 +98,20 @@ def op_tables(staged, trace_id, kernel_names, rules):
     cpu_op}), from its staged tables ({table: at least COLUMNS}) and its kernel_names table
     (None: no GPU activity); `rules` is the fingerprint of the default kernel rules, which
     gpu_self_comm_ns follows."""
-    return dict(pieces(dict(staged), trace_id, kernel_names, rules))
+    tables = {}
+    for name, rows in pieces(dict(staged), trace_id, kernel_names, rules):
+        tables.setdefault(name, [])
+        if rows is not None:
+            tables[name].append(rows)
+    return {name: pa.concat_tables(rows) if rows else None for name, rows in tables.items()}
 
 
 def pieces(staged, trace_id, kernel_names, rules):
     """(table, rows or None) pairs of op_tables, each made as the one before is taken, from
     `staged` ({table: at least COLUMNS}), whose tables it drops as it is done with them: a
     writer that writes each as it comes holds neither the staged columns nor op_call_time
-    (50 MB for the 254 MB trace) while op_time is measured."""
+    (50 MB for the 254 MB trace) while op_time is measured. op_call_time comes in pieces of
+    at most CALL_ROWS rows."""
     cpu, runtime, kernels, flows = (staged.pop(name) for name in COLUMNS)
     is_op = _matching(_dictionary(cpu["category"]), pc.equal, "cpu_op")
     if not is_op.any():
@@ -119,10 +125,10 @@ def pieces(staged, trace_id, kernel_names, rules):
     calls.attribute(_work(host, calls, kernels, kernel_names))
     del kernels
     names = _dictionary(cpu["name"]).take(pa.array(calls.ops))
-    per_call = _per_call(trace_id, cpu, host, names, calls, rules)
+    for rows in _per_call(trace_id, cpu, host, names, calls, rules):
+        yield "op_call_time", rows
+        del rows  # taken: not held while the next piece is made
     del cpu
-    yield "op_call_time", per_call
-    del per_call  # taken
     calls.mark_nested(_codes(names))
     calls.count_children(host)
     yield "op_time", _per_name(trace_id, names, calls, _backward_links(host, calls, names),
@@ -642,10 +648,25 @@ def _by_sequence(host, calls, names, backward):
     return forward
 
 
+# The op_call_time rows made into Arrow at once (a row group of the staged part): the whole
+# table was 1.12M rows and ~100 MB of Arrow for the 1 GB trace, beside the calls' columns.
+CALL_ROWS = 1 << 18
+
+
 def _per_call(trace_id, cpu, host, names, calls, rules):
-    """The op_call_time rows: each call with its place in the cpu_op tree (as call_tree's
-    cpu_op layer gives it) and its GPU figures (as op_calls computes them)."""
-    rows, tree = calls.ops, calls.tree
+    """The op_call_time rows, CALL_ROWS calls at a time: each call with its place in the
+    cpu_op tree (as call_tree's cpu_op layer gives it) and its GPU figures (as op_calls
+    computes them)."""
+    copied = {name: contiguous(cpu[name]) for name in ("pid", "tid", "ts_ns", "dur_ns")}
+    for first in range(0, len(calls.ops), CALL_ROWS):
+        yield _call_rows(trace_id, copied, host, names, calls, rules,
+                         slice(first, first + CALL_ROWS))
+
+
+def _call_rows(trace_id, copied, host, names, calls, rules, slots):
+    """op_call_time's rows of the calls `slots` (a slice of the call slots); `copied`: the
+    cpu_ops columns it copies, each one array."""
+    rows, tree = calls.ops[slots], calls.tree
     size = len(rows)
     depth = tree.depth[rows]
     inner = depth > 0
@@ -655,17 +676,14 @@ def _per_call(trace_id, cpu, host, names, calls, rules):
     end = host.ts[rows] + host.span[rows]
     taken = pa.array(rows)
     columns = {"trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
-               "event_index": pa.array(host.index[rows]), "name": names,
-               "pid": contiguous(cpu["pid"]).take(taken),
-               "tid": contiguous(cpu["tid"]).take(taken),
-               "ts_ns": contiguous(cpu["ts_ns"]).take(taken),
-               "dur_ns": contiguous(cpu["dur_ns"]).take(taken),
+               "event_index": pa.array(host.index[rows]), "name": names[slots],
+               **{name: column.take(taken) for name, column in copied.items()},
                "depth": pa.array(depth),
                "parent_event_index": pa.array(host.index[parent], mask=~inner),
                "top_event_index": pa.array(host.index[np.maximum(top, 0)], mask=top < 0),
                "partial_overlap": pa.array(inner & ((parent_end < end)
                                                     | (parent_end <= host.ts[rows]))),
-               **{column: pa.array(getattr(calls, column)) for column in CALL_FIGURES},
+               **{column: pa.array(getattr(calls, column)[slots]) for column in CALL_FIGURES},
                "rules": pa.repeat(pa.scalar(rules, pa.string()), size)}
     schema = TABLES["op_call_time"].schema
     return pa.table({name: columns[name] for name in schema.names}).cast(schema)

@@ -95,12 +95,7 @@ def pieces(staged, trace_id):
 def tree_tables(staged, trace_id):
     """{table: rows or None} of the trace's staged tables ({table: at least READ}): `pieces`
     put together."""
-    tables = {}
-    for name, rows in pieces(dict(staged), trace_id):
-        tables.setdefault(name, [])
-        if rows is not None:
-            tables[name].append(rows)
-    return {name: pa.concat_tables(rows) if rows else None for name, rows in tables.items()}
+    return ops.put_together(pieces(dict(staged), trace_id))
 
 
 # The text columns the layers copy, held as Arrow dictionaries: each layer takes their

@@ -78,9 +78,10 @@ def measure(staging, parts, trace_id, kernel_names, rules):
 
 
 def read_linking(staging, parts, columns, dictionaries):
-    """read_staged of `columns` ({table: columns}, `dictionaries` read as Arrow dictionaries)
-    of which the flows are only the LINK_FLOWS ones, filtered as Parquet is read: the others,
-    all but a few, are never held (11 MB of Arrow for the 254 MB trace, 44 MB for 1 GB)."""
+    """read_staged of `columns` ({table: columns}; `dictionaries`, and the flows' TEXT, read
+    as Arrow dictionaries) of which the flows are only the LINK_FLOWS ones, filtered as
+    Parquet is read: the others, all but a few, are never held (11 MB of Arrow for the 254 MB
+    trace, 44 MB for 1 GB)."""
     others = {name: wanted for name, wanted in columns.items() if name != "flows"}
     staged = read_staged(staging, parts, others, dictionaries=dictionaries)
     staged.update(read_staged(staging, parts, {"flows": columns["flows"]},
@@ -98,8 +99,13 @@ def op_tables(staged, trace_id, kernel_names, rules):
     cpu_op}), from its staged tables ({table: at least COLUMNS}) and its kernel_names table
     (None: no GPU activity); `rules` is the fingerprint of the default kernel rules, which
     gpu_self_comm_ns follows."""
+    return put_together(pieces(dict(staged), trace_id, kernel_names, rules))
+
+
+def put_together(pairs):
+    """{table: rows or None} of (table, rows or None) pairs, a table's pieces concatenated."""
     tables = {}
-    for name, rows in pieces(dict(staged), trace_id, kernel_names, rules):
+    for name, rows in pairs:
         tables.setdefault(name, [])
         if rows is not None:
             tables[name].append(rows)

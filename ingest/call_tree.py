@@ -31,7 +31,6 @@ from tracewh.storage.schema import TABLES
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
-from .writer import read_staged
 
 SOURCES = ("cpu_ops", "runtime", "instants")
 # The staged columns tree_table reads; ancestor_table reads op_time's too.
@@ -60,7 +59,7 @@ def measure(staging, parts, trace_id):
     """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
     numbers}), see `pieces`: its call_tree, kernel_ops,
     kernel_attribution, call_ancestors and backward_links."""
-    return pieces(read_staged(staging, parts, READ, dictionaries=TEXT), trace_id)
+    return pieces(ops.read_linking(staging, parts, READ, TEXT), trace_id)
 
 
 def pieces(staged, trace_id):
@@ -73,9 +72,14 @@ def pieces(staged, trace_id):
     were the measure's peak."""
     yield "backward_links", backward_table(staged, trace_id)
     staged.pop("flows", None)
+    events = _Events(staged)
+    # The host events' staged columns, copied into `events`, let go: _attribution reads only
+    # the ids that link GPU activity to them (~40 bytes a row held twice otherwise).
+    staged.update(cpu_ops=staged["cpu_ops"].select(["external_id"]),
+                  runtime=staged["runtime"].select(["correlation"]), instants=None)
     trees = {}
     layers = 0
-    for layer in _layers(staged, trace_id, trees):
+    for layer in _layers(events, trace_id, trees):
         layers += 1
         yield "call_tree", layer
         del layer  # taken: not held while the next layer is made
@@ -91,12 +95,7 @@ def pieces(staged, trace_id):
 def tree_tables(staged, trace_id):
     """{table: rows or None} of the trace's staged tables ({table: at least READ}): `pieces`
     put together."""
-    tables = {}
-    for name, rows in pieces(dict(staged), trace_id):
-        tables.setdefault(name, [])
-        if rows is not None:
-            tables[name].append(rows)
-    return {name: pa.concat_tables(rows) if rows else None for name, rows in tables.items()}
+    return ops.put_together(pieces(dict(staged), trace_id))
 
 
 # The text columns the layers copy, held as Arrow dictionaries: each layer takes their
@@ -115,14 +114,13 @@ class _Events:
         sizes = [len(table) for table in tables]
         self.size = sum(sizes)
         self.source = np.repeat(np.arange(len(SOURCES), dtype=np.int8), sizes)
-        self.columns = {name: contiguous(_stack(*(table[name] for table in tables)))
-                        for name in ("event_index", "ts_ns")}
+        self.columns = {"ts_ns": contiguous(_stack(*(table["ts_ns"] for table in tables)))}
         self.columns.update({name: _dictionary(_stack(*(table[name] for table in tables)))
                              for name in TEXT})
         durations = contiguous(_stack(staged["cpu_ops"]["dur_ns"], staged["runtime"]["dur_ns"],
                                       pa.chunked_array([pa.nulls(sizes[2], pa.int64())])))
         self.columns["dur_ns"] = durations
-        self.index = _array(self.columns["event_index"])
+        self.index = ops._narrowed(_array(_stack(*(table["event_index"] for table in tables))))
         self.ts = _array(self.columns["ts_ns"])
         self.span = np.maximum(_array(durations), 0)
         pid, tid = (_array(self.columns[name].indices, fill=-1) for name in ("pid", "tid"))
@@ -136,15 +134,14 @@ def tree_table(staged, trace_id, trees=None):
     """The trace's call_tree rows (None when it has no host event), from its staged tables
     ({table: at least COLUMNS}); `trees` (a dict) is given the events and each layer's
     (_Tree, members)."""
-    layers = list(_layers(staged, trace_id, {} if trees is None else trees))
+    layers = list(_layers(_Events(staged), trace_id, {} if trees is None else trees))
     return pa.concat_tables(layers) if layers else None
 
 
-def _layers(staged, trace_id, trees):
-    """The call_tree rows of each layer in turn, in slices of at most LAYER_ROWS rows (none
-    when the trace has no host event); `trees` is given the events and, as each is made, a
-    layer's (_Tree, members)."""
-    events = _Events(staged)
+def _layers(events, trace_id, trees):
+    """The call_tree rows of each layer of the host `events` (_Events) in turn, in slices of
+    at most LAYER_ROWS rows (none when the trace has no host event); `trees` is given the
+    events and, as each is made, a layer's (_Tree, members)."""
     trees["events"] = events
     if not events.size:
         return
@@ -409,7 +406,8 @@ def backward_table(staged, trace_id):
     backward = np.flatnonzero(_matching(names, pc.starts_with, ops.BACKWARD_PREFIX))
     if not len(backward):
         return None
-    host = ops._Host(cpu, staged["runtime"], staged["flows"])
+    # Its calls and flows alone: the runtime rows, half the host events, are none of them.
+    host = ops._Host(cpu, staged["runtime"].slice(0, 0), staged["flows"])
     forward = ops._by_flow(host, calls, backward)
     by_flow = forward >= 0
     forward[~by_flow] = ops._by_sequence(host, calls, names, backward[~by_flow])

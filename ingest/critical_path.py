@@ -80,7 +80,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
-from .ops import _array, _dictionary, _matching, _stack, _valid
+from .ops import _array, _dictionary, _matching, _narrowed, _stack, _valid
 from .steps import WORK_CATEGORIES, _steps
 from .summaries import contiguous, default_class
 from .writer import read_staged
@@ -224,7 +224,7 @@ class _Host:
             return _array(_stack(cpu[name], runtime[name]))[rows]
         dur = column("dur_ns")
         keep = dur > 0
-        table_code = np.repeat(np.arange(2), [nodes, len(runtime)])[keep]
+        table_code = np.repeat(np.arange(2, dtype=np.int8), [nodes, len(runtime)])[keep]
         ts, dur = column("ts_ns")[keep], dur[keep]
         thread = _threads(*(_dictionary(_stack(cpu[name], runtime[name])) for name in
                             ("pid", "tid")), rows)[keep]
@@ -233,11 +233,12 @@ class _Host:
         self.size = len(order)
         self.ts, self.end = ts[order], (ts + dur)[order]
         self.thread, self.table = thread[order], table_code[order]
-        self.index = index[order]
+        self.index = _narrowed(index[order])  # held, with the columns below, through every step
         # each row's name as a code into the distinct names (None last): a Python string per
         # row was 25 MB of the 254 MB trace's; the tests of names are made once per name
         self.name_text = np.asarray(names.dictionary.to_pylist() + [None], dtype=object)
-        self.name_code = _array(names.indices, fill=len(names.dictionary))[rows][keep][order]
+        codes = _array(names.indices, fill=len(names.dictionary))
+        self.name_code = _narrowed(codes[rows][keep][order])
         self.blocking, self.locking, self.queues = (
             _text_test(names, lambda text: pc.is_in(text, pa.array(sorted(calls))))
             [rows][keep][order] for calls in (BLOCKING, LOCKING, LAUNCHES))

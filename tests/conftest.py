@@ -199,11 +199,16 @@ def tracewh(warehouse):
     return cli_on(warehouse)
 
 
-@pytest.fixture
-def sql(tracewh):
-    """Rows of a query as a list of dicts (through the CLI's JSON output)."""
+def sql_on(tracewh):
+    """Rows of a query as a list of dicts, through the JSON output of the CLI `tracewh`."""
 
     def query(text):
         return json.loads(tracewh("query", "--format", "json", text).stdout)
 
     return query
+
+
+@pytest.fixture
+def sql(tracewh):
+    """Rows of a query as a list of dicts (through the CLI's JSON output)."""
+    return sql_on(tracewh)

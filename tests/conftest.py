@@ -167,9 +167,8 @@ def warehouse(tmp_path):
     return tmp_path / "wh"
 
 
-@pytest.fixture
-def tracewh(warehouse):
-    """Run the CLI against the test's warehouse: tracewh("ingest", path, ...) -> Result."""
+def cli_on(warehouse):
+    """The CLI against `warehouse`: run("ingest", path, ..., expect=0) -> Result."""
     runner = CliRunner()
 
     def run(*args, expect=0):
@@ -181,11 +180,35 @@ def tracewh(warehouse):
     return run
 
 
+@contextlib.contextmanager
+def unchanged(warehouse):
+    """Fails when a file under `warehouse` was added, removed or written inside the block: a
+    warehouse built once for the tests of a module that only read it stays as built."""
+    def files():
+        return {path: (path.stat().st_size, path.stat().st_mtime_ns)
+                for path in warehouse.rglob("*") if path.is_file()}
+
+    before = files()
+    yield
+    assert files() == before, f"{warehouse}, shared by tests that only read it, was changed"
+
+
 @pytest.fixture
-def sql(tracewh):
-    """Rows of a query as a list of dicts (through the CLI's JSON output)."""
+def tracewh(warehouse):
+    """Run the CLI against the test's warehouse: tracewh("ingest", path, ...) -> Result."""
+    return cli_on(warehouse)
+
+
+def sql_on(tracewh):
+    """Rows of a query as a list of dicts, through the JSON output of the CLI `tracewh`."""
 
     def query(text):
         return json.loads(tracewh("query", "--format", "json", text).stdout)
 
     return query
+
+
+@pytest.fixture
+def sql(tracewh):
+    """Rows of a query as a list of dicts (through the CLI's JSON output)."""
+    return sql_on(tracewh)

@@ -20,17 +20,24 @@ from tracewh.api import Warehouse
 from tracewh.storage.catalog import Catalog
 from tracewh.cli import cli
 
-from .conftest import EXAMPLES, ROOT, connect, live_files, other_writer, shared
+from .conftest import (EXAMPLES, ROOT, cli_on, connect, live_files, other_writer, shared,
+                       unchanged)
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
 
-@pytest.fixture
-def dlrm0(tracewh):
-    tracewh("ingest", DLRM0, "--run", "d", "--phase", "train", "--tag", "git=abc")
+@pytest.fixture(scope="module")
+def dlrm0(tmp_path_factory):
+    """A warehouse of DLRM's rank 0, made once for the module's tests, which only read it
+    (checked unchanged after them)."""
+    warehouse = tmp_path_factory.mktemp("dlrm0") / "wh"
+    cli_on(warehouse)("ingest", DLRM0, "--run", "d", "--phase", "train", "--tag", "git=abc")
+    with unchanged(warehouse):
+        yield warehouse
 
 
-def test_formats(tracewh, dlrm0):
+def test_formats(dlrm0):
+    tracewh = cli_on(dlrm0)
     query = "SELECT rank, count(*) AS kernels, sum(dur_ns) AS ns FROM kernels GROUP BY rank"
     assert json.loads(tracewh("query", "--format", "json", query).stdout) == \
         [{"rank": 0, "kernels": 261, "ns": 6851000}]
@@ -42,7 +49,8 @@ def test_formats(tracewh, dlrm0):
     assert table[0].split() == ["rank", "kernels", "ns"] and table[-1] == "(1 row)"
 
 
-def test_out_file(tracewh, dlrm0, tmp_path):
+def test_out_file(dlrm0, tmp_path):
+    tracewh = cli_on(dlrm0)
     target = tmp_path / "out.json"
     tracewh("query", "--format", "json", "--out", target, "SELECT 1 AS one")
     assert json.loads(target.read_text()) == [{"one": 1}]
@@ -51,24 +59,28 @@ def test_out_file(tracewh, dlrm0, tmp_path):
 @pytest.mark.parametrize("statement", [
     "COPY (SELECT 1) TO '/tmp/x.csv'", "ATTACH 'x.db'", "INSTALL httpfs",
     "CREATE TABLE t AS SELECT 1", "SET threads = 1", "SELECT 1; DROP VIEW kernels"])
-def test_query_is_read_only(tracewh, dlrm0, statement):
+def test_query_is_read_only(dlrm0, statement):
+    tracewh = cli_on(dlrm0)
     result = tracewh("query", statement, expect=2)
     assert "refused: queries are read-only" in result.output
     assert "Traceback" not in result.output
 
 
-def test_allow_write(tracewh, dlrm0, tmp_path):
+def test_allow_write(dlrm0, tmp_path):
+    tracewh = cli_on(dlrm0)
     target = tmp_path / "k.csv"
     tracewh("query", "--allow-write", f"COPY (SELECT name FROM kernels) TO '{target}'")
     assert len(target.read_text().splitlines()) == 262
 
 
-def test_sql_error_is_one_line(tracewh, dlrm0):
+def test_sql_error_is_one_line(dlrm0):
+    tracewh = cli_on(dlrm0)
     result = tracewh("query", "SELECT nope FROM kernels", expect=2)
     assert result.output.startswith("error: ") and result.output.count("\n") == 1
 
 
-def test_runs_and_tables(tracewh, dlrm0):
+def test_runs_and_tables(dlrm0):
+    tracewh = cli_on(dlrm0)
     runs = json.loads(tracewh("runs", "--format", "json").stdout)
     assert runs[0]["run"] == "d" and runs[0]["events"] == 3290
     # rank 0 of DLRM's 8 (distributedInfo.world_size): 7 ranks are missing, and runs says so
@@ -228,13 +240,14 @@ def test_a_query_on_the_snapshot_before_a_replace_still_reads_it(tracewh, wareho
     assert rows == [(5, '{"v": "2"}')]
 
 
-def test_query_reads_sql_from_stdin(warehouse, dlrm0):
-    result = CliRunner().invoke(cli, ["--warehouse", str(warehouse), "query", "--format", "json",
+def test_query_reads_sql_from_stdin(dlrm0):
+    result = CliRunner().invoke(cli, ["--warehouse", str(dlrm0), "query", "--format", "json",
                                       "-"], input="SELECT count(*) AS n FROM kernels")
     assert result.exit_code == 0 and json.loads(result.stdout) == [{"n": 261}]
 
 
-def test_every_statement_prints_its_result(tracewh, dlrm0):
+def test_every_statement_prints_its_result(dlrm0):
+    tracewh = cli_on(dlrm0)
     table = tracewh("query", "SELECT 1 AS one; SELECT count(*) AS kernels FROM kernels").stdout
     assert table.split("\n\n") == ["one\n---\n  1\n(1 row)", "kernels\n-------\n    261\n(1 row)\n"]
     result = tracewh("query", "--format", "json", "SELECT 1 AS one; SELECT 2 AS two")
@@ -242,7 +255,8 @@ def test_every_statement_prints_its_result(tracewh, dlrm0):
     assert "note: 2 statements returned rows; json holds one result: the last" in result.stderr
 
 
-def test_max_rows_cuts_a_table_and_counts_the_rest(tracewh, dlrm0):
+def test_max_rows_cuts_a_table_and_counts_the_rest(dlrm0):
+    tracewh = cli_on(dlrm0)
     lines = tracewh("query", "--max-rows", "5", "SELECT ts_ns FROM kernels").stdout.splitlines()
     assert len(lines) == 2 + 5 + 1
     assert lines[-1] == ("(261 rows, the first 5 shown: --max-rows 0 shows all, --format or "
@@ -271,9 +285,9 @@ def on_terminal(command, stream, env):
     return received.decode(), process.wait()
 
 
-def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
+def test_a_terminal_shows_40_rows_and_a_pipe_all(dlrm0):
     """On a real terminal (a pty) a big result is cut; through a pipe it is whole."""
-    command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(warehouse), "query",
+    command = [str(ROOT / ".venv" / "bin" / "tracewh"), "--warehouse", str(dlrm0), "query",
                "SELECT ts_ns FROM kernels"]
     if not os.path.exists(command[0]):
         command[0:1] = [sys.executable, "-m", "tracewh"]
@@ -285,7 +299,8 @@ def test_a_terminal_shows_40_rows_and_a_pipe_all(warehouse, dlrm0):
     assert len(piped) == 2 + 261 + 1 and piped[-1] == "(261 rows)"
 
 
-def test_doubles_print_plainly_in_tables_and_exactly_in_csv(tracewh, dlrm0):
+def test_doubles_print_plainly_in_tables_and_exactly_in_csv(dlrm0):
+    tracewh = cli_on(dlrm0)
     sql = "SELECT 12345678.9 :: DOUBLE AS big, 0.000000123456 :: DOUBLE AS tiny, 1 AS n"
     assert tracewh("query", sql).stdout.splitlines()[2].split() == ["12,345,679", "0.0000001235",
                                                                    "1"]
@@ -445,9 +460,10 @@ def test_ctrl_c_stops_within_2_s_with_one_line_and_status_130(copies, large_trac
     assert not list(warehouse.glob("_tracewh/staging/*"))
 
 
-def test_query_out_parquet_keeps_types_and_every_digit(tracewh, dlrm0, tmp_path):
+def test_query_out_parquet_keeps_types_and_every_digit(dlrm0, tmp_path):
     import pyarrow.parquet as pq
 
+    tracewh = cli_on(dlrm0)
     out = tmp_path / "stats.parquet"
     result = tracewh("query", "SELECT rank, total_ns, busy_share, name FROM kernel_stats "
                      "ORDER BY total_ns DESC", "--out", out)

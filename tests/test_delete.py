@@ -12,18 +12,32 @@ from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.storage.schema import TABLES
 from tracewh.derived.marts import MARTS
 
-from .conftest import EXAMPLES, FILLED_MARTS, live_files, mart_frame, sorted_frame, view_frame
+from .conftest import (EXAMPLES, FILLED_MARTS, cli_on, live_files, mart_frame, sorted_frame,
+                       unchanged, view_frame)
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 
 
-@pytest.fixture
-def three_runs(tracewh, warehouse):
+def ingest_three_runs(tracewh):
     tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train")
     tracewh("ingest", *DLRM[:3], "--run", "b", "--phase", "train")
     tracewh("ingest", *DLRM[3:5], "--run", "b", "--phase", "eval")
     tracewh("ingest", *DLRM[5:], "--run", "mixed", "--phase", "train")
+
+
+@pytest.fixture
+def three_runs(tracewh, warehouse):
+    ingest_three_runs(tracewh)
     return warehouse
+
+
+@pytest.fixture(scope="module")
+def three_runs_kept(tmp_path_factory):
+    """three_runs made once for the deletes that must change nothing (checked after them)."""
+    warehouse = tmp_path_factory.mktemp("delete") / "wh"
+    ingest_three_runs(cli_on(warehouse))
+    with unchanged(warehouse):
+        yield warehouse
 
 
 def _rows_by_run(warehouse):
@@ -96,23 +110,24 @@ def test_a_delete_killed_before_its_refresh_is_caught_up(three_runs, tracewh, mo
                                  "train)"),
     (["../x"], "error: invalid run '../x'"),
 ])
-def test_delete_mistakes_are_one_line_and_change_nothing(arguments, message, three_runs,
-                                                         tracewh):
-    versions = Catalog(three_runs).snapshot().versions
-    result = tracewh("delete", *arguments, expect=2)
+def test_delete_mistakes_are_one_line_and_change_nothing(arguments, message,
+                                                         three_runs_kept):
+    versions = Catalog(three_runs_kept).snapshot().versions
+    result = cli_on(three_runs_kept)("delete", *arguments, expect=2)
     assert result.output.startswith(message) and result.output.count("\n") == 1
-    assert Catalog(three_runs).snapshot().versions == versions
+    assert Catalog(three_runs_kept).snapshot().versions == versions
 
 
-def test_on_a_terminal_delete_asks_first(three_runs, tracewh, monkeypatch):
+def test_on_a_terminal_delete_asks_first(three_runs_kept, monkeypatch):
     from click.testing import CliRunner
 
     from tracewh.cli import cli
     from tracewh.commands import maintenance as command
 
     monkeypatch.setattr(command, "on_terminal", lambda: True)
-    answered_no = CliRunner().invoke(cli, ["--warehouse", str(three_runs), "delete", "a"],
+    answered_no = CliRunner().invoke(cli, ["--warehouse", str(three_runs_kept), "delete", "a"],
                                      input="n\n")
     assert answered_no.exit_code == 1 and "delete run a from" in answered_no.output
-    assert "a" in {r["run"] for r in json.loads(tracewh("runs", "--format", "json").stdout)}
-    assert delta.is_table(three_runs / "kernels")
+    runs = cli_on(three_runs_kept)("runs", "--format", "json").stdout
+    assert "a" in {r["run"] for r in json.loads(runs)}
+    assert delta.is_table(three_runs_kept / "kernels")

@@ -29,17 +29,32 @@ from tracewh.query.library import is_internal, modules_read_by
 from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.derived.marts import MARTS, mart_path
 
-from .conftest import EXAMPLES, FILLED_MARTS, connect, mart_frame, sorted_frame, view_frame
+from .conftest import (EXAMPLES, FILLED_MARTS, cli_on, connect, mart_frame, sorted_frame,
+                       unchanged, view_frame)
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
 
 
-@pytest.fixture
-def two_runs(tracewh, warehouse):
+def ingest_two_runs(tracewh):
+    """Run a, the 8-rank DLRM step; run b, its first 3 ranks."""
     tracewh("ingest", EXAMPLES, "--run", "a", "--phase", "train")
     tracewh("ingest", *DLRM[:3], "--run", "b", "--phase", "train")
+
+
+@pytest.fixture
+def two_runs(tracewh, warehouse):
+    ingest_two_runs(tracewh)
     return warehouse
+
+
+@pytest.fixture(scope="module")
+def two_runs_to_read(tmp_path_factory):
+    """two_runs made once for the tests that only read it (checked unchanged after them)."""
+    warehouse = tmp_path_factory.mktemp("derived") / "wh"
+    ingest_two_runs(cli_on(warehouse))
+    with unchanged(warehouse):
+        yield warehouse
 
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
@@ -62,6 +77,8 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     monkeypatch.setattr(marts, "connect", connect_spy)
     monkeypatch.setattr(marts, "copy_runs", copy_spy)
     attach = marts.attach_library
+    # the views read the tables alone, which the refreshes below leave as they are
+    views = {name: view_frame(two_runs, name) for name in MARTS}
     for in_memory_events, runs_at_once, attached in ((100_000, 64, True), (100_000, 64, False),
                                                      (0, 1, True), (0, 64, True)):
         monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
@@ -72,7 +89,7 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
             mark_for_recompute(catalog, run)
         refresh_derived(catalog)
         for name in MARTS:
-            mart, view = mart_frame(two_runs, name), view_frame(two_runs, name)
+            mart, view = mart_frame(two_runs, name), views[name]
             # critical_path has a start_ns of its own (each edge's), which the mart keeps
             assert mart.columns == view.columns + [
                 column for column in EXTRA_COLUMNS if column not in view.columns], name
@@ -107,26 +124,27 @@ def _files_read(warehouse, sql, **options):
     return [int(count) for count in re.findall(r"Total Files Read: (\d+)", plan)]
 
 
-def test_questions_over_every_run_read_the_marts_while_they_are_current(tracewh, two_runs):
+def test_questions_over_every_run_read_the_marts_while_they_are_current(two_runs_to_read):
     """The same rows as the views computed, from the marts' few files (two here: one per
     refresh until they are merged) instead of every file of the tables they read."""
     import tracewh as library
 
+    tracewh = cli_on(two_runs_to_read)
     for name in FILLED_MARTS:
-        assert sorted_frame(pl.from_arrow(connect(two_runs).sql(f"SELECT * FROM {name}")
-                                          .to_arrow_table())).equals(
-            sorted_frame(view_frame(two_runs, name))), name
-        assert _files_read(two_runs, f"SELECT * FROM {name}") == [2], name
-    assert sum(_files_read(two_runs, "SELECT * FROM overlap", marts=False)) > 2
+        assert sorted_frame(pl.from_arrow(connect(two_runs_to_read).sql(
+            f"SELECT * FROM {name}").to_arrow_table())).equals(
+            sorted_frame(view_frame(two_runs_to_read, name))), name
+        assert _files_read(two_runs_to_read, f"SELECT * FROM {name}") == [2], name
+    assert sum(_files_read(two_runs_to_read, "SELECT * FROM overlap", marts=False)) > 2
     mixed = ("SELECT k.run, count(*), min(o.overlap_ratio) FROM kernels AS k "
              "JOIN overlap AS o USING (run, phase, rank) GROUP BY ALL ORDER BY 1")
-    computed = connect(two_runs, marts=False).execute(mixed).fetchall()
-    assert library.open(two_runs).query(mixed)[0][1] == computed and len(computed) == 2
+    computed = connect(two_runs_to_read, marts=False).execute(mixed).fetchall()
+    assert library.open(two_runs_to_read).query(mixed)[0][1] == computed and len(computed) == 2
     assert tracewh("query", "SELECT run, count(*) AS ranks FROM overlap GROUP BY run "
                    "ORDER BY run", "--format", "csv").stdout == "run,ranks\na,8\nb,3\n"
 
 
-def test_a_question_of_marts_alone_lists_no_table_s_files(two_runs, monkeypatch):
+def test_a_question_of_marts_alone_lists_no_table_s_files(two_runs_to_read, monkeypatch):
     """Listing the tables' files (8,000 each at 1,000 runs) and binding their views took 3.6 s
     of the 4.9 s of an all-runs question of `overlap`: its mart alone is read. A question of
     a mart and a table lists that table only; and of the marts, those it reads (each log
@@ -140,24 +158,24 @@ def test_a_question_of_marts_alone_lists_no_table_s_files(two_runs, monkeypatch)
         return live_paths(path, version, *only)
 
     monkeypatch.setattr(delta, "live_paths", listing)
-    rows = library.open(two_runs).query("SELECT run, avg(overlap_ratio) FROM overlap "
-                                        "GROUP BY run ORDER BY run")[0][1]
+    rows = library.open(two_runs_to_read).query("SELECT run, avg(overlap_ratio) FROM overlap "
+                                                "GROUP BY run ORDER BY run")[0][1]
     assert [run for run, _ in rows] == ["a", "b"] and listed == [] and marts == ["overlap"]
-    library.open(two_runs).query("SELECT count(*) FROM kernels JOIN overlap USING (run)")
+    library.open(two_runs_to_read).query("SELECT count(*) FROM kernels JOIN overlap USING (run)")
     assert listed == ["kernels"]
-    library.open(two_runs).query("SELECT count(*) FROM kernels")
+    library.open(two_runs_to_read).query("SELECT count(*) FROM kernels")
     assert marts == ["overlap", "overlap"]
 
 
-def test_a_query_does_not_import_pandas(two_runs):
+def test_a_query_does_not_import_pandas(two_runs_to_read):
     """pa.table() of delta-rs's add actions imported pandas (0.4-0.6 s of every command) to
     ask whether they were a DataFrame."""
     code = ("import sys\nfrom tracewh.cli import cli\n"
             "try:\n    cli(sys.argv[1:], prog_name='tracewh')\n"
             "except SystemExit as e:\n    assert not e.code, e.code\n"
             "assert 'pandas' not in sys.modules, 'pandas was imported'\n")
-    done = subprocess.run([sys.executable, "-c", code, "--warehouse", str(two_runs), "query",
-                           "SELECT count(*) FROM kernels JOIN overlap USING (run)"],
+    done = subprocess.run([sys.executable, "-c", code, "--warehouse", str(two_runs_to_read),
+                           "query", "SELECT count(*) FROM kernels JOIN overlap USING (run)"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
 
@@ -371,16 +389,16 @@ def test_a_trace_in_relative_time_is_flagged(tracewh, warehouse, tmp_path):
     assert row["start_time"] is None
 
 
-def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two_runs):
+def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(two_runs_to_read):
     """duckdb-engine, as Superset and Metabase connect: every library view is there."""
     engine = sqlalchemy.create_engine(  # the URI the README gives for Superset
-        f"duckdb:///{two_runs.resolve() / FILE_NAME}?access_mode=read_only")
+        f"duckdb:///{two_runs_to_read.resolve() / FILE_NAME}?access_mode=read_only")
     with engine.connect() as bi:
         rows = bi.execute(sqlalchemy.text(
             "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank")).fetchall()
         names = set(sqlalchemy.inspect(bi).get_table_names()) | set(
             sqlalchemy.inspect(bi).get_view_names())
-    expected = connect(two_runs).execute(
+    expected = connect(two_runs_to_read).execute(
         "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank").fetchall()
     assert [tuple(r) for r in rows] == expected and len(expected) == 11
     assert {"overlap", "kernel_stats", "run_metrics", "kernels", "traces",
@@ -390,29 +408,39 @@ def test_bi_tools_open_the_duckdb_file_read_only_through_sqlalchemy(tracewh, two
     engine.dispose()
 
 
-def _answers_as_ours(two_runs, rows_of):
+def _answers_as_ours(two_runs, answers):
     """Every mart's view and a few others give our counts, and overlap our rows, when asked
-    through `rows_of(sql)` -> [[text of each value]] (another DuckDB reading the file)."""
+    through `answers([sql, ...])` -> [[[text of each value]] for each sql] (another DuckDB
+    reading the file, one process asked them all: starting one a query took most of the
+    time)."""
     ours = connect(two_runs)
-    for view in sorted(FILLED_MARTS) + ["runs", "kernel_classes", "capture_spans"]:
-        [[count]] = rows_of(f"SELECT count(*) FROM {view}")
-        assert int(count) == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
+    views = sorted(FILLED_MARTS) + ["runs", "kernel_classes", "capture_spans"]
     query = "SELECT run, rank, overlap_ns FROM overlap ORDER BY run, rank"
-    assert rows_of(query) == [[str(v) for v in row] for row in ours.execute(query).fetchall()]
+    *counts, rows = answers([f"SELECT count(*) FROM {view}" for view in views] + [query])
+    for view, [[count]] in zip(views, counts, strict=True):
+        assert int(count) == ours.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0, view
+    assert rows == [[str(v) for v in row] for row in ours.execute(query).fetchall()]
 
 
-def test_the_duckdb_shell_of_an_older_duckdb_opens_the_file(two_runs):
+def test_the_duckdb_shell_of_an_older_duckdb_opens_the_file(two_runs_to_read):
     """The DuckDB CLI (from PyPI's duckdb-cli, a 1.x DuckDB older than the library's, as BI
     tools bundle their own) reads the file read-only and every view answers as ours."""
     shell = Path(sys.executable).with_name("duckdb")
     if not shell.exists():
         pytest.skip("the duckdb shell is not installed (make test installs duckdb-cli)")
-    _answers_as_ours(two_runs, lambda sql: [line.split(",") for line in subprocess.run(
-        [str(shell), "-readonly", str(two_runs / FILE_NAME), "-csv", "-noheader", "-c", sql],
-        capture_output=True, text=True, check=True).stdout.split()])
+
+    def answers(queries):
+        """The shell's CSV lines of each query, a line between them that no CSV row is."""
+        script = "".join(f"{sql};\n.print --\n" for sql in queries)
+        out = subprocess.run([str(shell), "-readonly", str(two_runs_to_read / FILE_NAME), "-csv",
+                              "-noheader"], input=script, capture_output=True, text=True,
+                             check=True).stdout
+        return [[line.split(",") for line in block.split()] for block in out.split("--\n")[:-1]]
+
+    _answers_as_ours(two_runs_to_read, answers)
 
 
-def test_duckdb_1_0_the_oldest_the_readme_promises_reads_the_file(two_runs):
+def test_duckdb_1_0_the_oldest_the_readme_promises_reads_the_file(two_runs_to_read):
     """DuckDB 1.0.0 (installed by make beside the venv's own DuckDB, in .venv/duckdb-1.0)
     queries every view: it refused `filename = 'column'` in read_parquet, which 1.1 added."""
     old = Path(sys.prefix) / "duckdb-1.0"
@@ -422,9 +450,10 @@ def test_duckdb_1_0_the_oldest_the_readme_promises_reads_the_file(two_runs):
               "c = duckdb.connect(sys.argv[1], read_only=True);"
               # a query over 2 s (a busy machine) would print a progress bar on stdout
               "c.execute('SET enable_progress_bar = false');"
-              "print(json.dumps([[str(v) for v in r] for r in c.sql(sys.argv[2]).fetchall()]))")
-    _answers_as_ours(two_runs, lambda sql: json.loads(subprocess.run(
-        [sys.executable, "-c", reader, str(two_runs / FILE_NAME), sql], check=True,
+              "print(json.dumps([[[str(v) for v in r] for r in c.sql(q).fetchall()]"
+              " for q in sys.argv[2:]]))")
+    _answers_as_ours(two_runs_to_read, lambda queries: json.loads(subprocess.run(
+        [sys.executable, "-c", reader, str(two_runs_to_read / FILE_NAME), *queries], check=True,
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(old)}).stdout))
 
 
@@ -471,28 +500,31 @@ def test_the_first_run_fills_the_duckdb_file_of_an_empty_warehouse_without_rewri
         assert bi.execute("SELECT count(*) FROM overlap").fetchone() == (2,)
 
 
-def test_the_duckdb_cli_script_defines_the_whole_warehouse(tracewh, two_runs):
+def test_the_duckdb_cli_script_defines_the_whole_warehouse(two_runs_to_read):
     """`views --dialect duckdb --script` runs as one script in a bare DuckDB."""
+    tracewh = cli_on(two_runs_to_read)
     script = tracewh("views", "--dialect", "duckdb", "--script").stdout
     query = "SELECT * FROM run_metrics ORDER BY ALL"
     with duckdb.connect() as bare:
         bare.execute(script)
-        assert bare.execute(query).fetchall() == connect(two_runs).execute(query).fetchall()
+        assert bare.execute(query).fetchall() == \
+            connect(two_runs_to_read).execute(query).fetchall()
     assert tracewh("views", "--script", expect=2).output.startswith("error: --script")
     assert "Trino reads" in tracewh("views", "--dialect", "trino", "--script", expect=2).output
 
 
-def test_other_engines_read_the_marts(two_runs):
+def test_other_engines_read_the_marts(two_runs_to_read):
     """polars (skipping files by the run bounds of their statistics) and DuckDB's Parquet
     reader."""
-    by_polars = pl.read_delta(str(mart_path(two_runs, "run_metrics")))
-    files = [str(mart_path(two_runs, "run_metrics") / f.path)
-             for f in _mart_files(two_runs, "run_metrics")]
+    by_polars = pl.read_delta(str(mart_path(two_runs_to_read, "run_metrics")))
+    files = [str(mart_path(two_runs_to_read, "run_metrics") / f.path)
+             for f in _mart_files(two_runs_to_read, "run_metrics")]
     with duckdb.connect() as reader:
         by_duckdb = reader.execute(f"SELECT count(*), count(DISTINCT run) FROM read_parquet("
                                    f"{files})").fetchone()
     assert by_duckdb == (len(by_polars), 2)
-    of_b = pl.scan_delta(str(mart_path(two_runs, "run_metrics"))).filter(pl.col("run") == "b")
+    of_b = pl.scan_delta(str(mart_path(two_runs_to_read, "run_metrics"))).filter(
+        pl.col("run") == "b")
     assert of_b.collect().height == by_polars.filter(pl.col("run") == "b").height > 0
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from .conftest import EXAMPLES, shared
+from .conftest import EXAMPLES, cli_on, shared, unchanged
 from .test_diff import SGEMM, WORKER0, slower_sgemm, variant
 
 HTA_RANK0 = "hta/trace_filter/sampled_rank-0.json.gz"
@@ -27,21 +27,24 @@ def table_cells(lines):
             if not line.startswith("-")]
 
 
-@pytest.fixture
-def nightlies(tracewh, tmp_path):
+@pytest.fixture(scope="module")
+def nightlies(tmp_path_factory):
     """Two nights of HTA's rank 0 of 128 (names of up to 1,956 characters), the second's
-    GEMM kernels 5/4 as long."""
+    GEMM kernels 5/4 as long: (the CLI on their warehouse, `diff`'s JSON report). Made once
+    for the tests that only read it (checked unchanged after them)."""
     source = shared(HTA_RANK0)
+    directory = tmp_path_factory.mktemp("nightlies")
+    tracewh = cli_on(directory / "wh")
     tracewh("ingest", source, "--run", "nightly-1201", "--phase", "train")
-    tracewh("ingest", variant(tmp_path, "n2", slower_gemms, source),
+    tracewh("ingest", variant(directory, "n2", slower_gemms, source),
             "--run", "nightly-1202", "--phase", "train")
-    return json.loads(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
-                              "json").stdout)
+    with unchanged(directory / "wh"):
+        yield tracewh, json.loads(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
+                                          "json").stdout)
 
 
 @pytest.mark.parametrize("columns", [None, "80", "200"])
-def test_diff_in_a_ci_log_shows_names_deltas_and_counts(tracewh, nightlies, monkeypatch,
-                                                        columns):
+def test_diff_in_a_ci_log_shows_names_deltas_and_counts(nightlies, monkeypatch, columns):
     """stdout not a terminal, COLUMNS unset (120) or set: every row shows its name, cut in
     the middle, beside delta_ns, delta_pct and both counts, within the width."""
     if columns is None:
@@ -49,13 +52,14 @@ def test_diff_in_a_ci_log_shows_names_deltas_and_counts(tracewh, nightlies, monk
     else:
         monkeypatch.setenv("COLUMNS", columns)
     width = int(columns or 120)
+    tracewh, report = nightlies
     out = tracewh("diff", "nightly-1201", "nightly-1202").stdout.splitlines()
     start = next(i for i, line in enumerate(out) if line.startswith("status"))
     table = out[start:next(i for i in range(start, len(out)) if out[i].startswith("("))]
     assert all(len(line) <= width for line in table)
     header, *rows = table_cells(table)
     assert header[:6] == ["status", "name", "delta_ns", "delta_pct", "base_count", "new_count"]
-    changed = [k for k in nightlies["kernels"] if k["status"] != "unchanged"][:len(rows)]
+    changed = [k for k in report["kernels"] if k["status"] != "unchanged"][:len(rows)]
     assert len(rows) == 25 and len(changed) == 25
     for row, kernel in zip(rows, changed):
         name = kernel["name"]
@@ -73,8 +77,9 @@ def unescaped(markdown):
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def test_diff_markdown_and_csv_keep_whole_names(tracewh, nightlies):
-    changed = [k["name"] for k in nightlies["kernels"] if k["status"] != "unchanged"]
+def test_diff_markdown_and_csv_keep_whole_names(nightlies):
+    tracewh, report = nightlies
+    changed = [k["name"] for k in report["kernels"] if k["status"] != "unchanged"]
     assert max(map(len, changed)) > 1000
     markdown = unescaped(tracewh("diff", "nightly-1201", "nightly-1202", "--format",
                                  "markdown").stdout)

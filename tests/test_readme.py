@@ -43,7 +43,10 @@ def demo(tmp_path_factory):
     assert result.exit_code == 0, result.output
 
     def run(arguments):
-        return runner.invoke(cli, ["--warehouse", str(warehouse), *arguments])
+        # the pages show tables at the width a terminal-less run has; the caller's COLUMNS or
+        # terminal (a worker of a parallel run, an 80-column shell) would cut them otherwise
+        return runner.invoke(cli, ["--warehouse", str(warehouse), *arguments],
+                             env={"COLUMNS": "120"})
 
     return run
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from tracewh.query.dialects import transpile
 from tracewh.query.library import library, library_in_order, public_library
 
-from .conftest import (EXAMPLES, SHARED, load_reference, require, shared,
-                       written_library_connection)
+from .conftest import (EXAMPLES, SHARED, cli_on, load_reference, require, shared, sql_on,
+                       unchanged, written_library_connection)
 from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,
                         overlap_from_trace, overlap_of, union_length)
 
@@ -23,6 +23,16 @@ OVERLAP_TRACES = [
     "tracelens/b200/eager_trace.json.gz",
     "hta/trace_filter/sampled_rank-0.json.gz",
 ]
+
+
+@pytest.fixture(scope="module")
+def dlrm(tmp_path_factory):
+    """The 8-rank DLRM step as run dlrm, phase train, made once for the module's tests that
+    only read it (checked unchanged after them)."""
+    warehouse = tmp_path_factory.mktemp("dlrm") / "wh"
+    cli_on(warehouse)("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+    with unchanged(warehouse):
+        yield warehouse
 
 
 @pytest.mark.parametrize("relative", OVERLAP_TRACES)
@@ -52,8 +62,8 @@ def test_deepseek_dualpipe_hides_96_percent_of_deepep(tracewh, sql):
                            {"collective": "other", "n": 12}]
 
 
-def test_dlrm_overlap_per_rank_matches_reference(tracewh, sql):
-    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+def test_dlrm_overlap_per_rank_matches_reference(dlrm):
+    sql = sql_on(cli_on(dlrm))
     rows = {r["rank"]: r for r in sql("SELECT * FROM overlap")}
     for path in sorted(EXAMPLES.glob("*.gz")):
         document = load_reference(path)
@@ -117,8 +127,8 @@ def test_kernel_stats_and_histogram_match_reference(tracewh, sql):
     assert all(b["upper_ns"] == max(1, 2 * b["lower_ns"]) for b in buckets)
 
 
-def test_gpu_idle_is_span_minus_busy(tracewh, sql):
-    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+def test_gpu_idle_is_span_minus_busy(dlrm):
+    sql = sql_on(cli_on(dlrm))
     rows = sql("SELECT * FROM gpu_idle")
     assert rows
     for row in rows:
@@ -166,8 +176,8 @@ def test_gpu_annotations_are_windows_not_kernels(tracewh, sql):
         assert names and not names & set(ranges), view
 
 
-def test_launch_latency_and_rank_skew(tracewh, sql):
-    tracewh("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
+def test_launch_latency_and_rank_skew(dlrm):
+    sql = sql_on(cli_on(dlrm))
     (summary,) = sql("SELECT * FROM launch_latency_summary WHERE rank = 0")
     assert summary["launches"] == 261
     (latency,) = sql("SELECT name, short_name FROM launch_latency WHERE rank = 0 "
@@ -338,12 +348,11 @@ PHASE_ROLLUPS = [
 
 
 @pytest.fixture(scope="module")
-def dlrm_rows(tmp_path_factory):
+def dlrm_rows(dlrm):
     """{view: rows as dicts} of the 8-rank DLRM step, for the phase-level views and theirs."""
     import tracewh
 
-    wh = tracewh.open(tmp_path_factory.mktemp("rollups") / "wh")
-    wh.ingest(str(EXAMPLES), run="dlrm", phase="train")
+    wh = tracewh.open(dlrm)
     names = {name for rollup in PHASE_ROLLUPS for name in rollup[:2]}
     found = {}
     for name in names:

@@ -34,8 +34,8 @@ INLINING = 3
 # such word, see dialects._statements): each place that reads one computes it again, fused
 # with that place's filters and joins. `_host_layers` is a filter of call_tree (31M rows over
 # 64 ranks of the 254 MB trace), which its CTE wrote whole before any join read it: over those
-# ranks, recorded without shapes (0 rows), op_perf took 6.4 -> 1.3 s of CPU, gemm_shapes
-# 6.1 -> 1.4 s, op_stats_by_shape 4.5 -> 0.2 s (see docs/query-speed.md).
+# ranks, recorded without shapes (0 rows), op_perf took 6.3 -> 1.3-1.4 s of CPU, gemm_shapes
+# 6.9-7.0 -> 1.4 s, op_stats_by_shape 5.6-5.7 -> 0.2 s (see docs/query-speed.md).
 _STREAMED = frozenset({"_host_layers"})
 
 

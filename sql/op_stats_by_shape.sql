@@ -30,6 +30,9 @@ WITH shaped AS (
   JOIN cpu_ops AS c
     ON c.run = o.run AND c.phase = o.phase AND c.rank = o.rank AND c.trace_id = o.trace_id
    AND c.event_index = o.event_index
+  -- only ops recorded with shapes can have Input Dims: the scan keeps those before any JSON
+  -- is parsed or any op call joined (none in a trace recorded without shapes)
+  WHERE c.args LIKE '%"Input Dims"%'
 )
 SELECT run, phase, rank, name, input_dims, input_types, count(*) AS calls,
        count(CASE WHEN gpu_kernels > 0 THEN 1 END) AS gpu_calls,

@@ -25,10 +25,18 @@ from ..rules import default_rules, rules_fingerprint
 _HEADER_COMMENT = re.compile(r"\A((?:--[^\n]*\n|\s*\n)+)")
 _FIELD = re.compile(r"^-- (Reads|Parameters):(.*(?:\n--  +\S.*)*)", re.MULTILINE)
 _DEFINES = re.compile(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)")
-# How helpers are inlined into the views that read them (2: as CTEs, each once, see `_inline`):
-# part of the inlined library's cache key and of the fingerprint, so that a change of it
-# publishes the views again, as a change of their SQL does.
-INLINING = 2
+# How helpers are inlined into the views that read them (2: as CTEs, each once, see `_inline`;
+# 3: those of _STREAMED not materialized): part of the inlined library's cache key and of the
+# fingerprint, so that a change of it publishes the views again, as a change of their SQL does.
+INLINING = 3
+
+# Helpers whose CTE is not materialized (DuckDB's NOT MATERIALIZED; Spark and Trino have no
+# such word, see dialects._statements): each place that reads one computes it again, fused
+# with that place's filters and joins. `_host_layers` is a filter of call_tree (31M rows over
+# 64 ranks of the 254 MB trace), which its CTE wrote whole before any join read it: over those
+# ranks, recorded without shapes (0 rows), op_perf took 6.3 -> 1.3-1.4 s of CPU, gemm_shapes
+# 6.9-7.0 -> 1.4 s, op_stats_by_shape 5.6-5.7 -> 0.2 s (see docs/query-speed.md).
+_STREAMED = frozenset({"_host_layers"})
 
 
 def library():
@@ -333,7 +341,8 @@ def _inline(sql_text, helpers, selects):
         raise RuntimeError("a table macro reads a helper view: inline it by hand")
     tree = sqlglot.parse_one(sql_text, read="duckdb")
     query = tree.expression
-    ctes = [exp.CTE(this=selects[name].copy(), alias=exp.TableAlias(this=exp.to_identifier(name)))
+    ctes = [exp.CTE(this=selects[name].copy(), alias=exp.TableAlias(this=exp.to_identifier(name)),
+                    materialized=False if name in _STREAMED else None)
             for name in helpers]
     with_ = query.args.get("with_")
     if with_ is None:

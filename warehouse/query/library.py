@@ -299,26 +299,27 @@ def _inlined_modules(live):
     import sqlglot
 
     replacements = {name: text for name, text in _live_texts() if name in live}
-    selects, helpers_read, inlined = {}, {}, {"public": {}, "helpers": {}}
+    selects, reads, inlined = {}, {}, {"public": {}, "helpers": {}}
     for name, text in library_modules_in_order().items():
         text = replacements.get(name, text)
         helpers = [read for read in declared_reads(text) if is_internal(read)]
         if is_internal(name):
             selects[name] = sqlglot.parse_one(text, read="duckdb").expression
-            helpers_read[name] = helpers
+            reads[name] = helpers
         if helpers:
-            text = _inline(text, _helpers_in_order(helpers, helpers_read), selects)
+            text = _inline(text, _helpers_in_order(helpers, reads), selects)
         inlined["helpers" if is_internal(name) else "public"][name] = text
     return inlined
 
 
-def _helpers_in_order(helpers, helpers_read):
-    """`helpers` and every helper they read, directly or not, each after those it reads."""
+def _helpers_in_order(helpers, reads):
+    """`helpers` and every helper they read ({helper: the helpers it reads}), directly or
+    not, each after those it reads."""
     ordered = {}
 
     def place(name):
         if name not in ordered:
-            for read in helpers_read[name]:
+            for read in reads[name]:
                 place(read)
             ordered[name] = True
 

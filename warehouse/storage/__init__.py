@@ -60,7 +60,7 @@ def of(where):
     return store
 
 
-__all__ = ["Location", "Storage", "is_url", "location", "of"]
+__all__ = ["Location", "Storage", "has_size", "is_url", "location", "of"]
 
 
 def has_size(where, size):

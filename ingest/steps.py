@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
 
+from .keyed import left_join
 from .summaries import CLASS_KINDS, contiguous, merge
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
@@ -109,7 +110,7 @@ def _work(kernels, runtime):
     kernels = kernels.filter(pc.and_(pc.is_in(kernels["category"],
                                               pa.array(WORK_CATEGORIES)),
                                      pc.is_valid(kernels["dur_ns"])))
-    joined = kernels.join(launches(runtime), "correlation", join_type="left outer")
+    joined = left_join(kernels, launches(runtime), ["correlation"])
     start = joined["ts_ns"]
     launch = joined["launch"]
     return pa.table({

@@ -32,6 +32,8 @@ from tracewh.rules import default_rules, matches, rules_fingerprint
 
 from tracewh.storage.schema import TABLES
 
+from .keyed import contiguous, distinct_rows, left_join
+
 KINDS = ("busy", "communication", "computation")
 CLASS_KINDS = ("communication", "computation")
 
@@ -95,8 +97,7 @@ def default_class(category, name):
 
 def summarize_chunk(kernels):
     """The KernelSummary of one chunk's kernels table (category, name_id, name, ts_ns, dur_ns)."""
-    names = kernels.select(["category", "name_id", "name"]).group_by(
-        ["category", "name_id", "name"]).aggregate([])
+    names = distinct_rows(kernels.select(["category", "name_id", "name"]))
     timed = kernels.filter(pc.is_valid(kernels["dur_ns"]))
     timed = with_classes(timed, names)
     starts = contiguous(timed["ts_ns"])
@@ -116,7 +117,7 @@ def combine_summaries(summaries, trace_id, delta=0):
     guessed wrong while the chunks were read), and the fingerprint of the rules behind the
     classes."""
     fingerprint = default_fingerprint()
-    names = _distinct_rows(pa.concat_tables([summary.names for summary in summaries]))
+    names = distinct_rows(pa.concat_tables([summary.names for summary in summaries]))
     merged = {}
     for kind in KINDS:
         starts, ends = (pa.concat_arrays([summary.intervals[kind][i] for summary in summaries])
@@ -148,15 +149,6 @@ def combine_summaries(summaries, trace_id, delta=0):
     return {name: table.cast(TABLES[name].schema) for name, table in tables.items()}, fingerprint
 
 
-def _distinct_rows(table):
-    """The distinct rows of a small, non-empty table (a hundred names per chunk), in first-seen
-    order."""
-    rows = dict.fromkeys(zip(*(column.to_pylist() for column in table.columns)))
-    return pa.table([pa.array(values, column.type)
-                     for values, column in zip(zip(*rows), table.columns)],
-                    names=table.column_names)
-
-
 def _length(intervals):
     """Total length of disjoint intervals (exact: integer sum)."""
     starts, ends = intervals
@@ -164,7 +156,7 @@ def _length(intervals):
 
 
 def with_classes(kernels, names, columns=("ts_ns", "dur_ns")):
-    """`kernels`' `columns` with a `class` column (rows in any order): each distinct
+    """`kernels`' `columns` with a `class` column (rows in their order): each distinct
     (category, name) is classified once, in Python, and joined back on (category, name_id); a
     missing name has name_id 0 here, as name_key in the SQL view kernel_name_classes."""
     classes = [default_class(category, name) for category, name in
@@ -175,11 +167,4 @@ def with_classes(kernels, names, columns=("ts_ns", "dur_ns")):
     keyed = pa.table({"category": kernels["category"],
                       "name_key": pc.fill_null(kernels["name_id"], 0),
                       **{column: kernels[column] for column in columns}})
-    return keyed.join(classified, keys=["category", "name_key"], join_type="left outer")
-
-
-def contiguous(column):
-    """One contiguous array of a (possibly chunked, possibly empty) column."""
-    if isinstance(column, pa.ChunkedArray):
-        return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
-    return column
+    return left_join(keyed, classified, ["category", "name_key"])

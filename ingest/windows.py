@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
 
+from .keyed import left_join
 from .ops import _array, _mask, _union_lengths
 from .steps import STEP_PREFIX, launches
 from .summaries import with_classes
@@ -104,7 +105,7 @@ def _kernels(kernels, runtime, kernel_names):
     timed = pc.and_(pc.fill_null(pc.greater(classified["dur_ns"], 0), False),
                     pc.is_valid(classified["ts_ns"]))
     classified = classified.filter(pc.and_(sided, timed))
-    joined = classified.join(launches(runtime), "correlation", join_type="left outer")
+    joined = left_join(classified, launches(runtime), ["correlation"])
     starts = _array(joined["ts_ns"])
     fed = _array(pc.coalesce(joined["launch"], joined["ts_ns"]))
     ends = starts + _array(joined["dur_ns"])

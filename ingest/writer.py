@@ -12,6 +12,7 @@ tail when it can be read cheaply, and the parts are rewritten in the rare case t
 wrong (gzipped newer Kineto traces).
 """
 
+import functools
 import re
 
 import pyarrow as pa
@@ -89,14 +90,14 @@ def read_staged(directory, parts, columns, *, filters=None, dictionaries=()):
     """{table: its staged parts' `columns`} for {table: columns} (parts: {table: part
     numbers}), each one table (empty, typed, where the trace has no part): what the
     per-trace tables measured after the chunks (step_time, op_time) read back, once; only
-    the rows that pass `filters` (pyarrow.parquet's, on every table) when given. The text
+    the rows that pass `filters` when given: (column, "=", value) triples, pyarrow.parquet's
+    form, which all hold (a row group at a time: the others are never held). The text
     columns named in `dictionaries` are read as Arrow dictionaries (Parquet's own: no
     string per row is made)."""
     read = {}
     for name, wanted in columns.items():
         coded = [column for column in wanted if column in dictionaries]
-        tables = [pq.read_table(directory / staged_name(name, part), columns=wanted,
-                                filters=filters, read_dictionary=coded)
+        tables = [_read_part(directory / staged_name(name, part), wanted, coded, filters or ())
                   for part in parts.get(name, ())]
         schema = TABLES[name].schema
         empty = {c: pa.array([], schema.field(c).type) for c in wanted}
@@ -105,14 +106,32 @@ def read_staged(directory, parts, columns, *, filters=None, dictionaries=()):
     return read
 
 
+def _read_part(path, wanted, coded, filters):
+    """A staged part's `wanted` columns (`coded` as dictionaries), the rows that pass the
+    `filters` (see read_staged). pyarrow.parquet's ParquetFile, not its read_table, whose
+    datasets import pyarrow.dataset and its readers of other formats into every process."""
+    part = pq.ParquetFile(path, read_dictionary=coded)
+    if not filters:
+        return part.read(columns=wanted)
+    for column, operator, _ in filters:
+        if operator != "=":
+            raise ValueError(f"unsupported filter on {column}: {operator}")
+    tested = [column for column, _, _ in filters if column not in wanted]
+    groups = []
+    for index in range(part.num_row_groups):
+        group = part.read_row_group(index, columns=wanted + tested)
+        passes = [pc.equal(group[column], value) for column, _, value in filters]
+        groups.append(group.filter(functools.reduce(pc.and_, passes)).select(wanted))
+    return pa.concat_tables(groups) if groups else part.read(columns=wanted)
+
+
 def staged_distinct(directory, parts, name, column):
     """The distinct values of a string `column` of the staged parts of table `name`, read as
     Parquet dictionaries (the values, never a string per row): a test of the names a trace
     holds at a fraction of reading them."""
     values = set()
     for part in parts.get(name, ()):
-        read = pq.read_table(directory / staged_name(name, part), columns=[column],
-                             read_dictionary=[column])[column]
+        read = _read_part(directory / staged_name(name, part), [column], [column], ())[column]
         for chunk in read.chunks:
             values.update(chunk.dictionary.to_pylist())
     values.discard(None)
@@ -128,7 +147,7 @@ def write_whole(directory, name, rows):
 def rebase_part(directory, name, part, delta):
     """Shift a staged part's timestamps by `delta` ns (the base time was not known)."""
     path = directory / staged_name(name, part)
-    write_part(directory, name, part, shift_times(pq.read_table(path), delta))
+    write_part(directory, name, part, shift_times(pq.ParquetFile(path).read(), delta))
 
 
 # A table's parts of a trace (one per worker) are merged into one file when they hold few rows

@@ -323,11 +323,13 @@ def test_ingest_seconds_are_wall_time_not_summed_over_workers(warehouse):
     assert 0 < seconds <= elapsed + 0.05
 
 
-def test_the_command_and_its_workers_do_not_import_pandas(tmp_path):
+def test_the_command_and_its_workers_import_neither_pandas_nor_acero(tmp_path):
     """pyarrow imports pandas, where installed, at its first conversion of Python values:
     0.25-0.33 s in every process of a command. The `tracewh` command's processes (the
     ingest's workers too, two here) do without; `-X importtime` lists every module a process
-    of it imported, pandas' submodules only where pandas was imported."""
+    of it imported, pandas' submodules only where pandas was imported. Nor do they import
+    pyarrow.acero (Table.group_by and join) or pyarrow.dataset (pyarrow.parquet.read_table),
+    which bring ~30 modules into each process (see tracewh.ingest.keyed)."""
     pytest.importorskip("pandas")  # installed here: what would be imported
     command = [sys.executable, "-X", "importtime", "-m", "tracewh", "--warehouse",
                str(tmp_path / "wh"), "ingest", str(EXAMPLES), "--run", "a", "--jobs", "2"]
@@ -338,6 +340,8 @@ def test_the_command_and_its_workers_do_not_import_pandas(tmp_path):
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:")]
     assert "pyarrow.lib" in imported and not [m for m in imported if m.startswith("pandas.")]
+    assert "pyarrow.parquet" in imported
+    assert not {"pyarrow.acero", "pyarrow.dataset"} & set(imported)
 
 
 @pytest.mark.parametrize("chosen, expected", [(None, "system"), ("jemalloc", "jemalloc")])

@@ -18,33 +18,37 @@ process, which can read any file anyway, and a notebook joins its own DataFrames
 COPYs results out (DuckDB's confinement would refuse both). It is therefore no guard for SQL
 from others: run that with `tracewh query`, or `Warehouse.query`, which check it and confine
 DuckDB to the warehouse's tables.
+
+DuckDB, and the modules that ask it questions (connections, marts, analyses), are imported
+where they are first used, not with this module: an ingest reads, decodes and measures its
+traces without them, in its command and in the workers it forks (~28 MB of the command's
+memory, 16 MB of it DuckDB's library, while the workers are at their peak), and imports them
+for the refresh after its commit.
 """
 
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 
 from tracewh.ingest.allocator import keep_freed_memory
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.reader import MAX_EVENT_SIZE
 
-from .query import connection as connections
 from .storage.catalog import TRACES, Catalog
-from .derived import current_marts, refresh_derived
-from .analyses.diff import DiffOptions, diff_in_warehouse
 from .errors import FollowUpFailed
 from .storage.names import check_phase, parse_tag
 from .output import write_atomically
 from .query.library import defines_name, library, modules_read_by, tables_read_by
-from .derived.marts import MARTS
-from .query.query_analysis import names_a_query_reads, runs_a_query_names
 from .peaks import effective_peaks
-from .query.prepared import connect_prepared
 from .rules import effective_rules
 from .query.scope import check_runs
-from .query.statements import last_result_table, run_query, run_statements
-from .analyses.trend import trend_in_warehouse
+
+
+def refresh_derived(catalog):
+    """`derived.refresh_derived`, imported at the first refresh (see `Warehouse.ingest_files`)."""
+    from .derived import refresh_derived as refresh
+
+    refresh(catalog)
 
 
 class Warehouse:
@@ -129,11 +133,15 @@ class Warehouse:
         at this snapshot read them, of the connection's runs (unless `marts` is false): a
         question about all of a thousand runs reads a file per run, not a hundred, and the
         job's critical path of one run is read, not walked again (seconds to minutes)."""
+        from .derived.marts import MARTS
+
         current = (self.current_marts(None if modules is None else set(modules) & set(MARTS))
                    if marts else None)
         return self._connect(runs, tables, allow_write, modules, current)
 
     def _connect(self, runs, tables, allow_write, modules, marts):
+        from .query import connection as connections
+
         return connections.connect(self.readable(), self.snapshot, self.kernel_rules, runs,
                                    tables, allow_write, self.device_peaks, modules, marts)
 
@@ -141,6 +149,8 @@ class Warehouse:
         """{view: its mart's files} of the marts current for the snapshot and the rules (see
         `derived.current_marts`); with `only`, of those marts alone (a mart's log read costs
         ~0.1 s at 1,000 runs)."""
+        from .derived import current_marts
+
         return current_marts(self.readable(), self.snapshot, self.kernel_rules, only)
 
     def connect_to_runs(self, runs, reads=None):
@@ -156,6 +166,8 @@ class Warehouse:
         was written, where it is of this snapshot and the warehouse's own rules and the
         default peaks are asked for (see `prepared.connect_prepared`: no library to define,
         ~1-4 s), else a new one (reading the marts current for this snapshot and rules)."""
+        from .query.prepared import connect_prepared
+
         if self.rules is None and self.peaks is None:
             prepared = connect_prepared(self.path, runs, reads,
                                         {**self.snapshot.versions})
@@ -188,6 +200,8 @@ class Warehouse:
         read-only query is checked and confined; one about given runs (see
         `runs_a_query_names`: a script's statements, the union of theirs) is asked of a
         connection over those runs."""
+        from .query.statements import run_statements
+
         with self._connect_for(sql, allow_write) as connection:
             return run_statements(connection, sql, allow_write=allow_write)
 
@@ -195,6 +209,8 @@ class Warehouse:
         """Run every statement of `sql` and write the last one's result to `path` as Parquet,
         its types kept (DuckDB's Arrow result; zstd); return the number of rows. The file
         appears whole or not at all."""
+        from .query.statements import last_result_table
+
         with self._connect_for(sql, allow_write) as connection:
             table = last_result_table(connection, sql, allow_write=allow_write)
         write_atomically(path, lambda handle: pq.write_table(table, handle, compression="zstd"))
@@ -203,6 +219,9 @@ class Warehouse:
     def _connect_for(self, sql, allow_write):
         """A connection for `sql`: over the runs it is about, when that can be told, and
         defining only the library modules it reads (binding all ~60 views costs ~1 s)."""
+        from .derived.marts import MARTS
+        from .query.query_analysis import names_a_query_reads, runs_a_query_names
+
         names = None if allow_write else names_a_query_reads(sql)
         modules = (modules_read_by(*names) if names is not None and all(map(defines_name, names))
                    else None)
@@ -229,6 +248,10 @@ class Warehouse:
         log alone: each traces file's statistics hold its row's values, so 1,000 runs (8,000
         files) take no data file read. A file without them (written by another engine) means
         the view is asked of the table itself."""
+        import duckdb
+
+        from .query.statements import run_query
+
         traces = self.readable().trace_rows(self.snapshot)
         sql = "SELECT * FROM runs ORDER BY first_seq"
         if traces is None:
@@ -244,6 +267,8 @@ class Warehouse:
         `critical_path_breakdown`, or with `rank` that rank's own) and its `top` longest
         events (`critical_path_by_name`, or with `rank` that rank's path by name). `phase`
         and `step` narrow them to one phase or step (its name, ProfilerStep#N)."""
+        from .query.statements import run_query
+
         filters = "run = $run AND ($phase IS NULL OR phase = $phase) " \
                   "AND ($step IS NULL OR step = $step)"
         params = {"run": run, "phase": phase, "step": step}
@@ -274,12 +299,16 @@ class Warehouse:
         """Run `new` against run `base` (either may be "RUN:PHASE"), as `tracewh diff
         --format json`: a dict with kernels, metrics and a summary (`summary["regression"]`
         gates a nightly job; `summary["warnings"]` says where the sides differ)."""
+        from .analyses.diff import DiffOptions
+
         options = DiffOptions(phase=phase, rank=rank, threshold_pct=threshold, min_ns=min_ns,
                               by=by, collective_size=collective_size)
         return self.diff_report(base, new, options)
 
     def diff_report(self, base, new, options):
         """`diff` with its DiffOptions."""
+        from .analyses.diff import diff_in_warehouse
+
         return diff_in_warehouse(self, base, new, options)
 
     def trend(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
@@ -292,6 +321,8 @@ class Warehouse:
 
     def trend_rows(self, metric, last=None, tag=None, order_by_tag=None, phase=None):
         """(columns, rows) of `trend`, `tag` a (key, value) pair."""
+        from .analyses.trend import trend_in_warehouse
+
         return trend_in_warehouse(self, metric, last, tag, order_by_tag, phase)
 
     # -- writing -----------------------------------------------------------------------------

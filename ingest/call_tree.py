@@ -31,6 +31,7 @@ from tracewh.storage.schema import TABLES
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
+from .writer import repeated_text, with_dictionaries
 
 SOURCES = ("cpu_ops", "runtime", "instants")
 # The staged columns tree_table reads; ancestor_table reads op_time's too.
@@ -157,27 +158,13 @@ def _layers(events, trace_id, trees):
               "module": (cpu & python_module, runtime | instant),
               "annotation": (cpu & _matching(category, pc.equal, "user_annotation"),
                              runtime | instant)}
-    schema = _with_dictionaries(TABLES["call_tree"].schema,
+    schema = with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     for layer, (member, others) in layers.items():
         tree = _tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
-
-
-def _with_dictionaries(schema, names):
-    """`schema` with the string columns `names` as dictionaries of int32 indices: written to
-    Parquet without the Arrow schema (see write_table), they are read back as the text they
-    are."""
-    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
-                      if f.name in names else f for f in schema])
-
-
-def _repeated(value, size):
-    """A dictionary column of `size` rows that all hold the text `value`."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(size, np.int32)),
-                                          pa.array([value], pa.string()))
 
 
 def _positions_in_thread(thread):
@@ -215,8 +202,8 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
         partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
                            | (parent_end <= events.ts[rows]))
         columns = {
-            "trace_id": _repeated(trace_id, size),
-            "layer": _repeated(layer, size),
+            "trace_id": repeated_text(trace_id, size),
+            "layer": repeated_text(layer, size),
             "event_index": pa.array(events.index[rows]),
             "source": pa.DictionaryArray.from_arrays(
                 pa.array(events.source[rows].astype(np.int32)),
@@ -338,7 +325,7 @@ def attribution_table(trace_id, trees, attributed):
     modules = None if names is None else pc.if_else(
         pc.starts_with(names, MODULE_PREFIX),
         pc.utf8_slice_codeunits(names, len(MODULE_PREFIX)), names)
-    columns = {"trace_id": _repeated(trace_id, size),
+    columns = {"trace_id": repeated_text(trace_id, size),
                **{name: contiguous(activity[name]) for name in ACTIVITY},
                "event_index": contiguous(activity["event_index"]),
                "launch_event_index": event(launch), "launch": text("name", launch),
@@ -350,11 +337,11 @@ def attribution_table(trace_id, trees, attributed):
                "annotation": text("name", annotation),
                "link": pa.DictionaryArray.from_arrays(pa.array(link.astype(np.int32)),
                                                       pa.array(LINKS, pa.string()))}
-    schema = _with_dictionaries(TABLES["kernel_attribution"].schema, DICTIONARY_COLUMNS)
+    schema = with_dictionaries(TABLES["kernel_attribution"].schema, DICTIONARY_COLUMNS)
     return pa.table({name: columns[name] for name in schema.names}).cast(schema)
 
 
-# kernel_attribution's text columns, written from dictionaries (see _with_dictionaries).
+# kernel_attribution's text columns, written from dictionaries (see with_dictionaries).
 DICTIONARY_COLUMNS = ("trace_id", "category", "name", "launch", "launch_tid", "op_name",
                       "top_op_name", "module", "annotation", "link")
 

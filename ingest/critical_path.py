@@ -71,6 +71,7 @@ times are integer ns (HTA rounds to us), CPU-only traces get their CPU path and 
 theirs with the device's work (HTA fails on both), graph launches connect to their work.
 """
 
+import array
 import json
 
 import numpy as np
@@ -574,7 +575,9 @@ class _Graph:
         kinds, sync_streams = syncs.kind.tolist(), syncs.stream.tolist()
         sources, targets = sources.tolist(), targets.tolist()
         graph, launches = work.graph[rows].tolist(), work.launch[rows].tolist()
-        last, held, edges, graph_streams = {}, {}, [], set()
+        # the edges' four values in turn, int64 (a tuple of Python ints each was ~100 bytes
+        # an edge: 60 MB for the x256 trace, whose GPU work falls in one step)
+        last, held, edges, graph_streams = {}, {}, array.array("q"), set()
         for k in order.tolist():
             if k >= len(rows):  # a sync
                 s = int(in_window[k - len(rows)])
@@ -587,13 +590,13 @@ class _Graph:
                           [sources[s]] if sources[s] >= 0 else [])
                 for j in waited:
                     if j is not None and ends[j] <= call_end_ts[s]:
-                        edges.append((base + 2 * j + 1, call_end[s], SYNC, -1))
+                        edges.extend((base + 2 * j + 1, call_end[s], SYNC, -1))
                 continue
             j, node = k, base + 2 * k
-            edges.append((node, node + 1, SPAN, node // 2))
+            edges.extend((node, node + 1, SPAN, node // 2))
             previous, source = last.get(streams[j]), held.pop(j, None)
             if source is not None and ends[source] <= work.ts[rows[j]]:
-                edges.append((base + 2 * source + 1, node, SYNC, -1))
+                edges.extend((base + 2 * source + 1, node, SYNC, -1))
             else:
                 source = None
             first_of_graph = graph[j] and (launches[j], streams[j]) not in graph_streams
@@ -603,12 +606,12 @@ class _Graph:
                     and (previous is None or ends[previous] < launch_ts[j])
                     and (source is None or ends[source] < launch_ts[j])):
                 launch = int(self.launch_node[j])  # a graph's: attributed to its launch
-                edges.append((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
+                edges.extend((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
             elif (previous is not None and work_ts[j] - ends[previous] < GAP_LIMIT_NS
                   and (source is None or ends[source] < ends[previous])):
-                edges.append((base + 2 * previous + 1, node, GAP, base // 2 + previous))
+                edges.extend((base + 2 * previous + 1, node, GAP, base // 2 + previous))
             last[streams[j]] = j
-        self.edges.append(np.asarray(edges, np.int64).reshape(-1, 4))
+        self.edges.append(np.frombuffer(edges, np.int64).reshape(-1, 4))
 
     def path(self):
         """The path's edges in order, then each communication kernel's segment: {column:

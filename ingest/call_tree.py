@@ -167,13 +167,20 @@ def _layers(events, trace_id, trees):
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
 
 
-def _positions_in_thread(thread):
-    """The 1-based place of each row among the rows of its thread (`thread`: their codes,
-    each thread's rows together)."""
-    first = np.ones(len(thread), bool)
-    first[1:] = thread[1:] != thread[:-1]
-    return np.arange(len(thread)) - np.maximum.accumulate(
-        np.where(first, np.arange(len(thread)), 0)) + 1
+def _thread_starts(thread):
+    """Where each thread's rows begin (`thread`: the rows' thread codes, each thread's rows
+    together), ascending."""
+    changes = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    return np.concatenate([np.zeros(min(len(thread), 1), np.int64), changes])
+
+
+def _positions_in_thread(starts, low, high):
+    """The 1-based place of each of the rows low..high-1 among the rows of its thread
+    (`starts`: _thread_starts of all the rows): made for a slice as it is made, where the
+    whole layer's positions and their four temporaries were the call tree's peak of memory
+    (2.1M rows of the 1 GB trace's layer `all`: ~80 MB)."""
+    at = np.arange(low, high)
+    return at - starts[np.searchsorted(starts, at, side="right") - 1] + 1
 
 
 # The rows of a layer made into Arrow at once (a row group of the staged part): a layer's
@@ -189,7 +196,7 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
     columns computed as it is made (a layer's ten whole-trace numpy columns at once were
     the measure's peak of memory)."""
     every = order.rows[placed[order.rows]]
-    pos = _positions_in_thread(events.thread[every])
+    starts = _thread_starts(events.thread[every])
     for low in range(0, max(len(every), 1), LAYER_ROWS):  # an empty layer: a table still
         at = slice(low, low + LAYER_ROWS)
         rows = every[at]
@@ -217,7 +224,7 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
             "ts_ns": events.columns["ts_ns"].take(taken),
             "dur_ns": events.columns["dur_ns"].take(taken),
             "member": pa.array(member[rows]),
-            "pos": pa.array(pos[at]),
+            "pos": pa.array(_positions_in_thread(starts, low, low + size)),
             "depth": pa.array(depth),
             "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
             "parent_end_ns": pa.array(parent_end, mask=~inner),

@@ -83,7 +83,7 @@ from tracewh.storage.schema import TABLES
 from .decoder import _decode, native_available
 from .ops import _array, _dictionary, _matching, _narrowed, _stack, _valid
 from .steps import WORK_CATEGORIES, _steps
-from .summaries import contiguous, default_class
+from .summaries import default_class
 from .writer import read_staged, repeated_text, with_dictionaries
 
 # HTA's runtime calls that queue work on a stream (its queue length counts these).
@@ -207,7 +207,8 @@ def pieces(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
         size = len(path["ns"])
         valid = pa.array(path.pop("valid"))
         columns = {"trace_id": repeated_text(trace_id, size),
-                   "step": _coded(np.full(size, -1 if step is None else 0), pa.array([step or ""])),
+                   "step": _coded(np.full(size, -1 if step is None else 0),
+                                  pa.array([step or ""])),
                    "bound_by": _coded(path.pop("bound_by"), pa.array(BOUND_BY)),
                    "event_table": _coded(path.pop("event_table"), pa.array(EVENT_TABLES)),
                    "name": _coded(name_code[path.pop("name")], names)}

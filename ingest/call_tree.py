@@ -31,6 +31,7 @@ from tracewh.storage.schema import TABLES
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
 from .summaries import contiguous
+from .writer import repeated_text, with_dictionaries
 
 SOURCES = ("cpu_ops", "runtime", "instants")
 # The staged columns tree_table reads; ancestor_table reads op_time's too.
@@ -85,6 +86,8 @@ def pieces(staged, trace_id):
         del layer  # taken: not held while the next layer is made
     if not layers:
         yield "call_tree", None
+    for column in LAYERS_ONLY:  # let go before the attribution's columns are made
+        events.columns.pop(column)
     attributed = _attribution(staged, trees)
     yield "kernel_ops", kernel_table(trace_id, trees, attributed)
     yield "kernel_attribution", attribution_table(trace_id, trees, attributed)
@@ -98,6 +101,9 @@ def tree_tables(staged, trace_id):
     return ops.put_together(pieces(dict(staged), trace_id))
 
 
+# The events' Arrow columns only the layers copy (the attribution names launches and ops by
+# name and tid): 34 MB of the 1 GB trace's, at the call tree's peak beside the attribution.
+LAYERS_ONLY = ("category", "pid", "ts_ns", "dur_ns")
 # The text columns the layers copy, held as Arrow dictionaries: each layer takes their
 # indices, not their text, and the Parquet writer writes the dictionary it is given instead of
 # hashing every value again (the four layers of a 254 MB trace are 1.5M rows).
@@ -157,7 +163,7 @@ def _layers(events, trace_id, trees):
               "module": (cpu & python_module, runtime | instant),
               "annotation": (cpu & _matching(category, pc.equal, "user_annotation"),
                              runtime | instant)}
-    schema = _with_dictionaries(TABLES["call_tree"].schema,
+    schema = with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     for layer, (member, others) in layers.items():
         tree = _tree(events, order, member | others, member)
@@ -166,33 +172,28 @@ def _layers(events, trace_id, trees):
         yield from _layer(events, order, tree, layer, member, member | others, trace_id, schema)
 
 
-def _with_dictionaries(schema, names):
-    """`schema` with the string columns `names` as dictionaries of int32 indices: written to
-    Parquet without the Arrow schema (see write_table), they are read back as the text they
-    are."""
-    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
-                      if f.name in names else f for f in schema])
+def _thread_starts(thread):
+    """Where each thread's rows begin (`thread`: the rows' thread codes, each thread's rows
+    together), ascending."""
+    changes = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    return np.concatenate([np.zeros(min(len(thread), 1), np.int64), changes])
 
 
-def _repeated(value, size):
-    """A dictionary column of `size` rows that all hold the text `value`."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(size, np.int32)),
-                                          pa.array([value], pa.string()))
-
-
-def _positions_in_thread(thread):
-    """The 1-based place of each row among the rows of its thread (`thread`: their codes,
-    each thread's rows together)."""
-    first = np.ones(len(thread), bool)
-    first[1:] = thread[1:] != thread[:-1]
-    return np.arange(len(thread)) - np.maximum.accumulate(
-        np.where(first, np.arange(len(thread)), 0)) + 1
+def _positions_in_thread(starts, low, high):
+    """The 1-based place of each of the rows low..high-1 among the rows of its thread
+    (`starts`: _thread_starts of all the rows): made for a slice as it is made, where the
+    whole layer's positions and their four temporaries were the call tree's peak of memory
+    (2.1M rows of the 1 GB trace's layer `all`: ~80 MB)."""
+    at = np.arange(low, high)
+    return at - starts[np.searchsorted(starts, at, side="right") - 1] + 1
 
 
 # The rows of a layer made into Arrow at once (a row group of the staged part): a layer's
 # whole Arrow was as large as the trace (1.06M rows, 50 MB, for the 254 MB trace; 200 MB for
-# the 1 GB one), its columns in numpy beside it.
-LAYER_ROWS = 1 << 18
+# the 1 GB one), its columns in numpy beside it. A slice and its numpy columns are the call
+# tree's peak of memory: 2^17 rows rather than 2^18 took 10-16 MB off the measuring worker's
+# peak (the 254 MB trace: 283 -> 273 MB RSS) at the same CPU.
+LAYER_ROWS = 1 << 17
 
 
 def _layer(events, order, tree, layer, member, placed, trace_id, schema):
@@ -200,7 +201,7 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
     columns computed as it is made (a layer's ten whole-trace numpy columns at once were
     the measure's peak of memory)."""
     every = order.rows[placed[order.rows]]
-    pos = _positions_in_thread(events.thread[every])
+    starts = _thread_starts(events.thread[every])
     for low in range(0, max(len(every), 1), LAYER_ROWS):  # an empty layer: a table still
         at = slice(low, low + LAYER_ROWS)
         rows = every[at]
@@ -215,8 +216,8 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
         partial = inner & ((parent_end < events.ts[rows] + events.span[rows])
                            | (parent_end <= events.ts[rows]))
         columns = {
-            "trace_id": _repeated(trace_id, size),
-            "layer": _repeated(layer, size),
+            "trace_id": repeated_text(trace_id, size),
+            "layer": repeated_text(layer, size),
             "event_index": pa.array(events.index[rows]),
             "source": pa.DictionaryArray.from_arrays(
                 pa.array(events.source[rows].astype(np.int32)),
@@ -228,7 +229,7 @@ def _layer(events, order, tree, layer, member, placed, trace_id, schema):
             "ts_ns": events.columns["ts_ns"].take(taken),
             "dur_ns": events.columns["dur_ns"].take(taken),
             "member": pa.array(member[rows]),
-            "pos": pa.array(pos[at]),
+            "pos": pa.array(_positions_in_thread(starts, low, low + size)),
             "depth": pa.array(depth),
             "parent_event_index": pa.array(events.index[safe_parent], mask=~inner),
             "parent_end_ns": pa.array(parent_end, mask=~inner),
@@ -338,7 +339,7 @@ def attribution_table(trace_id, trees, attributed):
     modules = None if names is None else pc.if_else(
         pc.starts_with(names, MODULE_PREFIX),
         pc.utf8_slice_codeunits(names, len(MODULE_PREFIX)), names)
-    columns = {"trace_id": _repeated(trace_id, size),
+    columns = {"trace_id": repeated_text(trace_id, size),
                **{name: contiguous(activity[name]) for name in ACTIVITY},
                "event_index": contiguous(activity["event_index"]),
                "launch_event_index": event(launch), "launch": text("name", launch),
@@ -350,11 +351,11 @@ def attribution_table(trace_id, trees, attributed):
                "annotation": text("name", annotation),
                "link": pa.DictionaryArray.from_arrays(pa.array(link.astype(np.int32)),
                                                       pa.array(LINKS, pa.string()))}
-    schema = _with_dictionaries(TABLES["kernel_attribution"].schema, DICTIONARY_COLUMNS)
+    schema = with_dictionaries(TABLES["kernel_attribution"].schema, DICTIONARY_COLUMNS)
     return pa.table({name: columns[name] for name in schema.names}).cast(schema)
 
 
-# kernel_attribution's text columns, written from dictionaries (see _with_dictionaries).
+# kernel_attribution's text columns, written from dictionaries (see with_dictionaries).
 DICTIONARY_COLUMNS = ("trace_id", "category", "name", "launch", "launch_tid", "op_name",
                       "top_op_name", "module", "annotation", "link")
 

@@ -71,6 +71,7 @@ times are integer ns (HTA rounds to us), CPU-only traces get their CPU path and 
 theirs with the device's work (HTA fails on both), graph launches connect to their work.
 """
 
+import array
 import json
 
 import numpy as np
@@ -82,8 +83,8 @@ from tracewh.storage.schema import TABLES
 from .decoder import _decode, native_available
 from .ops import _array, _dictionary, _matching, _narrowed, _stack, _valid
 from .steps import WORK_CATEGORIES, _steps
-from .summaries import contiguous, default_class
-from .writer import read_staged
+from .summaries import default_class
+from .writer import read_staged, repeated_text, with_dictionaries
 
 # HTA's runtime calls that queue work on a stream (its queue length counts these).
 LAUNCHES = frozenset((
@@ -122,6 +123,15 @@ CONTEXT_SYNC, STREAM_SYNC, EVENT_SYNC, STREAM_WAIT = range(4)
 SPAN, LINK, LAUNCH, GAP, WAIT, SYNC, LOCK = range(7)
 ZERO_WEIGHT = (LINK, WAIT, SYNC, LOCK)
 KIND_CLASS = {LAUNCH: "gpu_kernel_launch_overhead", GAP: "gpu_kernel_kernel_overhead"}
+# What an edge is bound by, by code (the last: an edge with no event and no delay).
+BOUND_BY = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
+            *KIND_CLASS.values(), "")
+# The tables of the events edges are attributed to, by code.
+EVENT_TABLES = ("cpu_ops", "runtime", "kernels")
+# critical_path_edges' text columns, made as dictionaries of the codes above and of the
+# events' names (see with_dictionaries): no Python string per row is converted, and the
+# Parquet writer writes the dictionary it is given instead of hashing every value.
+TEXT_COLUMNS = ("trace_id", "step", "bound_by", "name", "event_table")
 
 # The staged columns path_table reads.
 COLUMNS = {"cpu_ops": ["event_index", "category", "name", "pid", "tid", "ts_ns", "dur_ns"],
@@ -189,13 +199,19 @@ def pieces(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
     syncs = _Syncs(staged.pop("syncs", None), host, work)
     windows = _steps(cpu) or [(None, None, int(host.ts.min()), int(host.end.max()))]
     del cpu, runtime, kernels
-    schema = TABLES["critical_path_edges"].schema
+    schema = with_dictionaries(TABLES["critical_path_edges"].schema, TEXT_COLUMNS)
+    names, name_code = _distinct(host.name_text.tolist() + work.name_text)
+    name_code = np.append(name_code, -1)  # an edge without a name: code -1
     for _, step, start, end in windows:
         path = _Graph(host, work, syncs, start, end).path()
         size = len(path["ns"])
         valid = pa.array(path.pop("valid"))
-        columns = {"trace_id": pa.array([trace_id] * size, pa.string()),
-                   "step": pa.array([step] * size, pa.string())}
+        columns = {"trace_id": repeated_text(trace_id, size),
+                   "step": _coded(np.full(size, -1 if step is None else 0),
+                                  pa.array([step or ""])),
+                   "bound_by": _coded(path.pop("bound_by"), pa.array(BOUND_BY)),
+                   "event_table": _coded(path.pop("event_table"), pa.array(EVENT_TABLES)),
+                   "name": _coded(name_code[path.pop("name")], names)}
         for name, values in path.items():
             column = pa.array(values, schema.field(name).type)
             if name == "event_index":  # NULL where the edge has no event (a launch delay)
@@ -204,6 +220,20 @@ def pieces(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
                 column = pc.if_else(pc.equal(column, -1), pa.scalar(None, pa.int64()), column)
             columns[name] = column
         yield pa.table(columns).select(schema.names).cast(schema)
+
+
+def _distinct(texts):
+    """(the distinct texts of `texts` but None, the code of each of `texts` into them, -1
+    for None)."""
+    texts = pa.array(texts, pa.string())
+    distinct = pc.drop_null(pc.unique(texts))
+    return distinct, _array(pc.index_in(texts, distinct), fill=-1)
+
+
+def _coded(codes, dictionary):
+    """A dictionary column of `codes` into `dictionary` (-1: NULL)."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=codes < 0),
+                                          dictionary)
 
 
 class _Host:
@@ -249,10 +279,6 @@ class _Host:
         self.by_start = np.argsort(self.ts, kind="stable")
         self.ordered_starts = self.ts[self.by_start]
 
-    def name_of(self, rows):
-        """The names of `rows` (an object array, None: NULL)."""
-        return self.name_text[self.name_code[rows]]
-
     def named(self, texts):
         """Whether each row's name is one of `texts`."""
         wanted = set(texts)
@@ -280,23 +306,36 @@ class _Work:
         self.ts = ts[order]
         self.end = self.ts + _array(kernels["dur_ns"])[keep][order]
         self.index = _array(kernels["event_index"])[keep][order]
-        pairs = np.stack([_array(kernels["device"])[keep][order],
-                          _array(kernels["stream"])[keep][order]], axis=1)
-        streams, self.stream = (np.unique(pairs, axis=0, return_inverse=True) if len(pairs)
-                                else (pairs, np.zeros(0, np.int64)))
-        self.stream = self.stream.reshape(-1)
-        self.stream_code = {(int(device), int(stream)): code
-                            for code, (device, stream) in enumerate(streams.tolist())}
+        device, stream = (_array(kernels[name])[keep][order] for name in ("device", "stream"))
+        (devices, streams), pairs, self.stream = _pair_codes(device, stream)
+        self.stream_code = {(int(devices[d]), int(streams[s])): code
+                            for code, (d, s) in enumerate(pairs.tolist())}
         self.queue_at_launch, self.queue_at_start = _queues(
             host.ts[self.launch], self.ts, self.stream, host.queues[self.launch])
         names, classes = _names(kernel_names)
         ids = _array(kernels["name_id"])[keep][order]
-        self.names = np.asarray([names.get(name_id) for name_id in ids.tolist()], dtype=object)
-        categories = contiguous(kernels["category"]).filter(pa.array(keep)).take(
-            pa.array(order)).to_pylist()
-        self.classes = np.asarray([classes.get((category, name_id), "gpu_compute_bound")
-                                   for category, name_id in zip(categories, ids.tolist())],
-                                  dtype=object)
+        category = _dictionary(kernels["category"])
+        texts = category.dictionary.to_pylist() + [None]  # NULL: code -1
+        codes = _array(category.indices, fill=-1)[keep][order]
+        (_, id_values), pairs, pair_of = _pair_codes(codes, ids)
+        self.name_text = [names.get(value) for value in id_values.tolist()]
+        self.name_code = pairs[pair_of, 1]  # into name_text
+        self.communication = np.asarray(
+            [classes.get((texts[c], int(id_values[i]))) == "gpu_communication_bound"
+             for c, i in pairs.tolist()], bool)[pair_of]
+
+
+def _pair_codes(first, second):
+    """The distinct values of two int64 columns ((first's, second's), ascending), the
+    distinct pairs of a row's values (rows of (position in first's, in second's), in
+    lexicographic order) and each row's pair (a code into them): what is named or classed
+    per row is then looked up once per pair (a Python lookup per row of the 254 MB trace's
+    GPU work was ~0.06 s of its critical path, np.unique over rows of pairs 0.03 s)."""
+    values, ranks = zip(*(np.unique(column, return_inverse=True) for column in (first, second)))
+    key = ranks[0].reshape(-1) * len(values[1]) + ranks[1].reshape(-1)
+    distinct, code = np.unique(key, return_inverse=True)
+    return values, np.stack([distinct // max(len(values[1]), 1),
+                             distinct % max(len(values[1]), 1)], axis=1), code.reshape(-1)
 
 
 class _Syncs:
@@ -537,7 +576,9 @@ class _Graph:
         kinds, sync_streams = syncs.kind.tolist(), syncs.stream.tolist()
         sources, targets = sources.tolist(), targets.tolist()
         graph, launches = work.graph[rows].tolist(), work.launch[rows].tolist()
-        last, held, edges, graph_streams = {}, {}, [], set()
+        # the edges' four values in turn, int64 (a tuple of Python ints each was ~100 bytes
+        # an edge: 60 MB for the x256 trace, whose GPU work falls in one step)
+        last, held, edges, graph_streams = {}, {}, array.array("q"), set()
         for k in order.tolist():
             if k >= len(rows):  # a sync
                 s = int(in_window[k - len(rows)])
@@ -550,13 +591,13 @@ class _Graph:
                           [sources[s]] if sources[s] >= 0 else [])
                 for j in waited:
                     if j is not None and ends[j] <= call_end_ts[s]:
-                        edges.append((base + 2 * j + 1, call_end[s], SYNC, -1))
+                        edges.extend((base + 2 * j + 1, call_end[s], SYNC, -1))
                 continue
             j, node = k, base + 2 * k
-            edges.append((node, node + 1, SPAN, node // 2))
+            edges.extend((node, node + 1, SPAN, node // 2))
             previous, source = last.get(streams[j]), held.pop(j, None)
             if source is not None and ends[source] <= work.ts[rows[j]]:
-                edges.append((base + 2 * source + 1, node, SYNC, -1))
+                edges.extend((base + 2 * source + 1, node, SYNC, -1))
             else:
                 source = None
             first_of_graph = graph[j] and (launches[j], streams[j]) not in graph_streams
@@ -566,12 +607,12 @@ class _Graph:
                     and (previous is None or ends[previous] < launch_ts[j])
                     and (source is None or ends[source] < launch_ts[j])):
                 launch = int(self.launch_node[j])  # a graph's: attributed to its launch
-                edges.append((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
+                edges.extend((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
             elif (previous is not None and work_ts[j] - ends[previous] < GAP_LIMIT_NS
                   and (source is None or ends[source] < ends[previous])):
-                edges.append((base + 2 * previous + 1, node, GAP, base // 2 + previous))
+                edges.extend((base + 2 * previous + 1, node, GAP, base // 2 + previous))
             last[streams[j]] = j
-        self.edges.append(np.asarray(edges, np.int64).reshape(-1, 4))
+        self.edges.append(np.frombuffer(edges, np.int64).reshape(-1, 4))
 
     def path(self):
         """The path's edges in order, then each communication kernel's segment: {column:
@@ -583,15 +624,14 @@ class _Graph:
                                self.times[dst] - self.times[src]) if len(src) else src
         via, end = _best_edges(self.size, src, dst, self.weight)
         comm = (kind == SPAN) & (src >= self.base)
-        comm[comm] = self.work.classes[self.work_rows[(src[comm] - self.base) // 2]] \
-            == "gpu_communication_bound"
+        comm[comm] = self.work.communication[self.work_rows[(src[comm] - self.base) // 2]]
         nodes = src[comm]
         paths = [_walks(via, src, np.array([end]))[0], *_walks(via, src, nodes, stop=comm)]
         # the communication kernel each segment goes into, by its event_index (-1: the path)
         segments = np.concatenate([[-1], self.work.index[self.work_rows[(nodes - self.base)
                                                                          // 2]]])
-        return self._rows([edges[~np.isin(kind[edges], (LINK, SYNC, LOCK))] for edges in paths],
-                          segments.astype(np.int64))
+        stored = ~np.isin(kind, (LINK, SYNC, LOCK))
+        return self._rows([edges[stored[edges]] for edges in paths], segments.astype(np.int64))
 
     def _rows(self, paths, segments):
         """The rows of the path edges of each of `paths` (edge indices, in order), one after
@@ -608,20 +648,24 @@ class _Graph:
         host_row = self.rows[np.where(on_host, event, 0)] if hosts else event
         work_row = self.work_rows[np.where(on_gpu, event - hosts, 0)] if len(self.work_rows) \
             else event
-        name = np.where(on_host, self.host.name_of(host_row) if hosts else None,
-                        np.where(on_gpu, self.work.names[work_row] if len(self.work_rows)
-                                 else None, None))
+        host_name = self.host.name_code[host_row] if hosts else event
+        work_name = len(self.host.name_text) + self.work.name_code[work_row] \
+            if len(self.work_rows) else event
         loads_data = self.host.loads_data[host_row] if hosts else on_host
-        bound_by = np.where(on_host, np.where(loads_data, "data_loading", "cpu_bound"), np.where(
-            on_gpu, self.work.classes[work_row] if len(self.work_rows) else "", ""))
+        communication = self.work.communication[work_row] if len(self.work_rows) else on_gpu
+        bound_by = np.where(on_host, np.where(loads_data, BOUND_BY.index("data_loading"),
+                                              BOUND_BY.index("cpu_bound")),
+                            np.where(on_gpu, np.where(communication,
+                                                      BOUND_BY.index("gpu_communication_bound"),
+                                                      BOUND_BY.index("gpu_compute_bound")),
+                                     BOUND_BY.index("")))
         for code, label in KIND_CLASS.items():
-            bound_by = np.where(kind[edges] == code, label, bound_by)
-        return {"bound_by": bound_by.astype(object), "ns": weight[edges],
+            bound_by = np.where(kind[edges] == code, BOUND_BY.index(label), bound_by)
+        return {"bound_by": bound_by, "ns": weight[edges],
                 "start_ns": self.times[src[edges]], "end_ns": self.times[dst[edges]],
-                "name": name,
-                "event_table": np.where(on_host, np.where(self.host.table[host_row] == 0,
-                                                          "cpu_ops", "runtime"),
-                                        np.where(on_gpu, "kernels", None)).astype(object),
+                "name": np.where(on_host, host_name, np.where(on_gpu, work_name, -1)),
+                "event_table": np.where(on_host, self.host.table[host_row] if hosts else event,
+                                        np.where(on_gpu, EVENT_TABLES.index("kernels"), -1)),
                 "event_index": np.where(on_host, self.host.index[host_row],
                                         self.work.index[work_row] if len(self.work_rows)
                                         else 0),

@@ -45,7 +45,7 @@ from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
 from .summaries import contiguous, default_class
-from .writer import read_staged
+from .writer import read_staged, repeated_text, with_dictionaries
 
 # The kernels rows that are no device work launched by an op: ranges and waits.
 NOT_ACTIVITY = ("gpu_user_annotation", "cuda_sync")
@@ -663,7 +663,8 @@ def _per_call(trace_id, cpu, host, names, calls, rules):
     """The op_call_time rows, CALL_ROWS calls at a time: each call with its place in the
     cpu_op tree (as call_tree's cpu_op layer gives it) and its GPU figures (as op_calls
     computes them)."""
-    copied = {name: contiguous(cpu[name]) for name in ("pid", "tid", "ts_ns", "dur_ns")}
+    copied = {name: _dictionary(cpu[name]) if name in CALL_TEXT else contiguous(cpu[name])
+              for name in ("pid", "tid", "ts_ns", "dur_ns")}
     for first in range(0, len(calls.ops), CALL_ROWS):
         yield _call_rows(trace_id, copied, host, names, calls, rules,
                          slice(first, first + CALL_ROWS))
@@ -681,7 +682,7 @@ def _call_rows(trace_id, copied, host, names, calls, rules, slots):
     parent_end = host.ts[parent] + host.span[parent]
     end = host.ts[rows] + host.span[rows]
     taken = pa.array(rows)
-    columns = {"trace_id": pa.repeat(pa.scalar(trace_id, pa.string()), size),
+    columns = {"trace_id": repeated_text(trace_id, size),
                "event_index": pa.array(host.index[rows]), "name": names[slots],
                **{name: column.take(taken) for name, column in copied.items()},
                "depth": pa.array(depth),
@@ -690,9 +691,14 @@ def _call_rows(trace_id, copied, host, names, calls, rules, slots):
                "partial_overlap": pa.array(inner & ((parent_end < end)
                                                     | (parent_end <= host.ts[rows]))),
                **{column: pa.array(getattr(calls, column)[slots]) for column in CALL_FIGURES},
-               "rules": pa.repeat(pa.scalar(rules, pa.string()), size)}
-    schema = TABLES["op_call_time"].schema
+               "rules": repeated_text(rules, size)}
+    schema = with_dictionaries(TABLES["op_call_time"].schema, CALL_TEXT)
     return pa.table({name: columns[name] for name in schema.names}).cast(schema)
+
+
+# op_call_time's text columns, handed to the writer as the dictionaries they are read as
+# (see with_dictionaries): cast to plain text, each row's string was made and hashed again.
+CALL_TEXT = ("trace_id", "name", "pid", "tid", "rules")
 
 
 # The per-call GPU figures op_call_time stores (those of op_calls).

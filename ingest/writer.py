@@ -15,6 +15,7 @@ wrong (gzipped newer Kineto traces).
 import functools
 import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -53,6 +54,20 @@ def shift_times(table, delta):
 
 def write_part(directory, name, part, table):
     write_table(table, directory / staged_name(name, part))
+
+
+def with_dictionaries(schema, names):
+    """`schema` with the string columns `names` as dictionaries of int32 indices: written to
+    Parquet without the Arrow schema (see write_table), they are read back as the text they
+    are, and the writer writes the dictionary it is given instead of hashing every value."""
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable)
+                      if f.name in names else f for f in schema])
+
+
+def repeated_text(value, size):
+    """A dictionary column of `size` rows that all hold the text `value`."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(size, np.int32)),
+                                          pa.array([value], pa.string()))
 
 
 class PartFiles:

@@ -406,6 +406,33 @@ def test_the_native_tree_is_the_reference_tree(rows):
             reference.ancestor(deeper, level).tolist()
 
 
+def test_the_native_tree_reads_strided_columns_as_contiguous_ones():
+    """The native core borrows contiguous columns and copies the others: a layer built from
+    every other row of wider arrays (strided views) is the one built from their copies."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    from tracewh.ingest.decoder import _decode
+
+    thread, ts, dur = (np.array(values, np.int64) for values in
+                       ([0, 0, 0, 1, 1], [0, 2, 5, 0, 1], [10, 2, 3, 4, 1]))
+    order = np.lexsort((np.arange(5), -dur, ts, thread))
+    flags = np.ones(5, np.uint8)
+
+    def widened(values):  # the values at every other place of an array twice as long
+        wide = np.zeros(2 * len(values), values.dtype)
+        wide[::2] = values
+        return wide[::2]
+
+    columns = (order, thread, ts, dur, flags, flags)
+    strided = _decode.HostTree(*(widened(values) for values in columns))
+    contiguous = _decode.HostTree(*columns)
+    depths = [np.frombuffer(built.depth(), np.int32).tolist() for built in (strided, contiguous)]
+    assert depths[0] == depths[1] == [0, 1, 1, 0, 1]
+    rows, levels = np.array([1, 2, 4]), np.zeros(3, np.int64)
+    assert np.frombuffer(strided.ancestors(widened(rows), widened(levels)), np.int64).tolist() \
+        == np.frombuffer(contiguous.ancestors(rows, levels), np.int64).tolist() == [0, 0, 3]
+
+
 @pytest.mark.parametrize("run", ["h100", "mi300"])
 def test_agrees_with_tracelens_ops_summary(run, ops_warehouse):
     """TraceLens's published ops summary of the same trace: per op name, its direct kernel

@@ -3,8 +3,9 @@
 One file: its chunks are normalised in lanes of threads when it is large (the native core and
 Parquet's writes run with the GIL released), each lane writing the chunks it takes into one
 part file per table in a staging directory. Several files: each is staged whole by one worker
-process, `jobs` at a time. This process commits each staged file to the catalog, which makes every table's rows
-visible at once. A file that fails leaves nothing behind; the others go on unless `strict`.
+process, `jobs` at a time. This process commits each staged file to the catalog, which makes
+every table's rows visible at once. A file that fails leaves nothing behind; the others go on
+unless `strict`.
 """
 
 import concurrent.futures
@@ -104,9 +105,9 @@ class ChunkSummary:
 
 
 def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secrets):
-    """Normalise the file's chunk number `index` into `files` (PartFiles). Problems are raised as TraceError, with the file's event index or byte offset;
-    an unconfirmed chunk that is not what its cut promised raises UnconfirmedChunk (see
-    `reader`)."""
+    """Normalise the file's chunk number `index` into `files` (PartFiles). Problems are
+    raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
+    that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
     data = chunk.load(path)
     try:
         result = normalize(data, trace_id, chunk.first_event, redact_secrets)
@@ -455,7 +456,7 @@ def finish_staging(path, options, staging, start, staged, pool=None):
         summaries["step_time"] = step_rows
     for name in written:
         parts[name] = [0]
-    for replaced in merged:  # read by the worker until now
+    for replaced in merged:  # read by the measures until now
         replaced.unlink()
     for name, table in summaries.items():
         write_part(staging, name, 0, table)

@@ -156,12 +156,12 @@ def thread_lanes(jobs):
 @contextlib.contextmanager
 def worker_pool(jobs, embedded=False):
     """A process pool (an Executor) whose workers are forked at once, before this process
-    starts threads of its own (the hashing thread): a fork copies only the calling thread, and a lock another
-    thread held at that moment would stay locked in the child. `embedded`: this process is
-    not tracewh's own (the Python API, in a notebook) and may run threads of any library (an
-    open DuckDB connection's crashed forked workers): the workers then come from a fresh
-    forkserver process (a script must then guard its main code with `if __name__ ==
-    "__main__":`, as multiprocessing requires). On any exception, Ctrl-C
+    starts threads of its own (the hashing thread): a fork copies only the calling thread,
+    and a lock another thread held at that moment would stay locked in the child.
+    `embedded`: this process is not tracewh's own (the Python API, in a notebook) and may run
+    threads of any library (an open DuckDB connection's crashed forked workers): the workers
+    then come from a fresh forkserver process (a script must then guard its main code with
+    `if __name__ == "__main__":`, as multiprocessing requires). On any exception, Ctrl-C
     included, the workers are stopped at once; otherwise the pool finishes its work."""
     context = multiprocessing.get_context("forkserver" if embedded else "fork")
     # A forkserver's children are not ours: they die with the forkserver, which ends with us.

@@ -1,10 +1,11 @@
 """Ingesting trace files: read, normalise, stage, commit.
 
-One file: its chunks are normalised in worker processes when it is large (the JSON decoding and
-column building are CPU-bound), each worker writing the chunks it takes into one part file per
-table in a staging directory. Several files: each is staged whole by one worker, `jobs` at a
-time. This process commits each staged file to the catalog, which makes every table's rows
-visible at once. A file that fails leaves nothing behind; the others go on unless `strict`.
+One file: its chunks are normalised in lanes of threads when it is large (the native core and
+Parquet's writes run with the GIL released), each lane writing the chunks it takes into one
+part file per table in a staging directory. Several files: each is staged whole by one worker
+process, `jobs` at a time. This process commits each staged file to the catalog, which makes
+every table's rows visible at once. A file that fails leaves nothing behind; the others go on
+unless `strict`.
 """
 
 import concurrent.futures
@@ -37,7 +38,7 @@ from .secrets import redact
 from .sources import (HashedTrace, file_digest, file_state, input_size, is_object,
                       json_size_limit, source_name, stored_position)
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
-from .workers import fail_at, worker_pool
+from .workers import thread_lanes, worker_pool
 from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
                      shift_times, staged_distinct, write_part, write_whole)
 
@@ -104,10 +105,9 @@ class ChunkSummary:
 
 
 def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secrets):
-    """Normalise the file's chunk number `index` into `files` (PartFiles); runs in a worker
-    process. Problems are raised as TraceError, with the file's event index or byte offset;
-    an unconfirmed chunk that is not what its cut promised raises UnconfirmedChunk (see
-    `reader`)."""
+    """Normalise the file's chunk number `index` into `files` (PartFiles). Problems are
+    raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
+    that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
     data = chunk.load(path)
     try:
         result = normalize(data, trace_id, chunk.first_event, redact_secrets)
@@ -145,7 +145,7 @@ def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secret
 
 
 def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secrets):
-    """Normalise the (index, chunk) pairs a lane takes (see `workers`) into one part file per
+    """Normalise the (index, chunk) pairs a Lane takes (see `workers`) into one part file per
     table, numbered after its first chunk; return their summaries and the first failure
     (index, TraceError or UnconfirmedChunk), if any, after which it takes no more."""
     summaries = []
@@ -157,12 +157,12 @@ def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secret
                 summaries.append(process_chunk(path, chunk, index, trace_id, files,
                                                base_guess, redact_secrets))
             except (TraceError, UnconfirmedChunk) as error:
-                fail_at(index)
+                chunks.fail_at(index)
                 return summaries, (index, error)
     finally:
         if files is not None:
             files.close()
-        release_freed_memory()  # the chunks' heap: the worker measures next, or idles
+        release_freed_memory()  # the chunks' heap, before the measures
     return summaries, None
 
 
@@ -177,17 +177,19 @@ def ingest_paths(catalog, paths, options, on_done=None, on_bytes=None):
     as each finishes, and, when files are ingested one after another, `on_bytes(path, done)`
     as the bytes of a file (as stored) are read and normalised: for progress. With
     `options.strict`, the first failure stops the rest: files not committed by then are
-    `skipped`, and none of them is written. Worker processes only stage files; this process
-    commits them, so it alone touches the Delta logs."""
+    `skipped`, and none of them is written. Worker processes and threads only stage files;
+    this thread commits them, so it alone touches the Delta logs."""
     parallel_files = options.jobs > 1 and len(paths) > 1
     try:
         with contextlib.ExitStack() as stack:
             pool = None
-            if parallel_files or (options.jobs > 1 and any(is_large(path) for path in paths)):
+            if parallel_files:
                 _share_with_workers()
                 # Forked first, before this process starts threads (hashing, delta-rs).
                 pool = stack.enter_context(worker_pool(options.jobs,
                                                        embedded=options.embedded))
+            elif options.jobs > 1 and any(is_large(path) for path in paths):
+                pool = stack.enter_context(thread_lanes(options.jobs))
             with catalog.locked():  # every table exists, an interrupted commit is undone
                 replace_up_to = catalog.snapshot().seq
             committer = _Committer(catalog, options, replace_up_to)
@@ -414,7 +416,8 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     """Stage what follows a file's chunks, whose parts are in `staging` (StagedChunks): the
     parts rebased when the base time guessed was wrong, the per-trace tables (summaries,
     op_time, critical path, call tree, steps, devices) measured and the small parts merged,
-    its `traces` row made: a StagedFile. `pool`: the workers that measure, or None (here)."""
+    its `traces` row made: a StagedFile. `pool`: the ThreadLanes of which one thread merges
+    while this one measures, or None."""
     trace_id, run, phase, base_guess = start.trace_id, start.run, start.phase, start.base_guess
     parts, warnings, events = staged.parts, staged.warnings, staged.events
     kernel_summaries = staged.kernel_summaries
@@ -428,36 +431,32 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     if kernel_summaries:
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
-    # The per-trace tables are measured in a worker, whose core is idle now, from the parts
-    # as staged, while this process merges the small ones and measures the steps: one after
-    # another, each heap given back before the next, as each holds columns of the whole
-    # trace (200-250 MB of a worker's heap for the 254 MB trace): two at once in two workers
-    # were the ingest's peak of memory.
-    measured = _in_worker(pool, _measured_in_turn, staging, (
+    # The per-trace tables are measured here from the parts as staged (where Ctrl-C stops them
+    # at once) while a thread of the pool merges the small parts and measures the steps (with
+    # no pool, before them). The measures run one after another, each heap given back before
+    # the next, as each holds columns of the whole trace (200-250 MB of heap for the 254 MB
+    # trace): two at once were the ingest's peak of memory.
+    measures = (
         (None, ops.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
         (None, critical_path.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"))),
         (None, call_tree.measure, (dict(parts), trace_id)),
         ("window_time", windows.measure,
-         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint()))))
-    merged = []
-    for name in list(parts):  # one file per table where the data fits
-        parts[name], replaced = merge_small_parts(staging, name, parts[name])
-        merged += replaced
-    release_freed_memory()  # the merges' heap, while the worker measures
-    if options.phase is None:  # the names only: a dictionary read of the runtime parts
-        phase = identity.capture_phase(None, phase,
-                                       staged_distinct(staging, parts, "runtime", "name"))
-    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS,
-                                             dictionaries=steps.DICTIONARIES),
-                                 trace_id, summaries.get("gpu_intervals"), default_fingerprint())
-    release_freed_memory()  # the columns steps read, while the worker measures on
+         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())))
+    merging = _in_thread(pool, _merged_and_stepped, staging, parts, trace_id, summaries,
+                         None if options.phase else phase)
+    try:
+        written = _measured_in_turn(staging, measures)
+    finally:  # the thread writes into staging: it ends before staging can be removed
+        concurrent.futures.wait([merging])
+    merged, captured, step_rows = merging.result()
+    phase = captured or phase
     if step_rows is not None:
         summaries["step_time"] = step_rows
-    for name in measured.result():
+    for name in written:
         parts[name] = [0]
-    for replaced in merged:  # read by the worker until now
+    for replaced in merged:  # read by the measures until now
         replaced.unlink()
     for name, table in summaries.items():
         write_part(staging, name, 0, table)
@@ -495,14 +494,35 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     return StagedFile(trace, staging, outcome)
 
 
+def _merged_and_stepped(staging, parts, trace_id, summaries, capture_from):
+    """Merge the small parts of each table (`parts` updated) and measure the steps: (the
+    part files replaced, to be removed once the measures have read them; the phase the
+    runtime names capture, when `capture_from` is the phase to capture from; the step_time
+    rows or None)."""
+    merged = []
+    for name in list(parts):  # one file per table where the data fits
+        parts[name], replaced = merge_small_parts(staging, name, parts[name])
+        merged += replaced
+    release_freed_memory()  # the merges' heap, while the measures go on
+    captured = None
+    if capture_from is not None:  # the names only: a dictionary read of the runtime parts
+        captured = identity.capture_phase(None, capture_from,
+                                          staged_distinct(staging, parts, "runtime", "name"))
+    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS,
+                                             dictionaries=steps.DICTIONARIES),
+                                 trace_id, summaries.get("gpu_intervals"), default_fingerprint())
+    release_freed_memory()  # the columns steps read, while the measures go on
+    return merged, captured, step_rows
+
+
 def _measured_into(staging, name, function, *arguments):
     """Write `function(staging, *arguments)`, the table `name` (or None), or, when `name` is
     None, (table, rows or None) pairs, a table's rows in as many pieces as it comes in (a row
-    group each), into `staging`; return the names of the tables written. Run in a worker,
-    which so sends back names, not tables: the critical path of a 254 MB trace is 84 MB of
-    Arrow, which pickling to the parent cost 1.4 s and 240 MB of its peak RSS. The memory the
-    measure freed is then given back to the system: the worker holds nothing more, and the
-    ingest's other processes may be at their peak."""
+    group each), into `staging`; return the names of the tables written. Each piece is
+    written as it comes, not held: the critical path of a 254 MB trace is 84 MB of Arrow. The
+    memory the measure freed is then given back to the system, before the next measure, the
+    commit and the refresh (and, in a worker process staging a whole file, while the
+    ingest's other processes may be at their peak)."""
     measured = function(staging, *arguments)
     written = []
     with PartFiles(staging, 0) as files:
@@ -523,9 +543,9 @@ def _measured_in_turn(staging, measures):
             for written in _measured_into(staging, name, function, *arguments)]
 
 
-def _in_worker(pool, function, *arguments):
-    """A future of `function(*arguments)`: run by one of the pool's workers, or here and now
-    without a pool (a file staged in a worker itself, or a single-process ingest)."""
+def _in_thread(pool, function, *arguments):
+    """A future of `function(*arguments)`: run by one of the pool's threads, or here and now
+    without a pool (a file staged in a worker process itself, or a single-thread ingest)."""
     if pool is not None:
         return pool.submit(function, *arguments)
     done = concurrent.futures.Future()
@@ -580,8 +600,7 @@ def _stage_chunks(path, start, staging, pool, options, confirm_cuts, on_bytes=No
     staged = StagedChunks()
     with HashedTrace(path) as trace_file:
         stream = trace_file.stream
-        trace_reader = open_reader(trace_file, path, options, confirm_cuts,
-                                   elsewhere=pool is not None)
+        trace_reader = open_reader(trace_file, path, options, confirm_cuts, elsewhere=False)
         for summary in _summaries(_progress(trace_reader.chunks(), stream, on_bytes), path,
                                   start.trace_id, staging, start.base_guess, pool, options):
             staged.add(summary)
@@ -612,7 +631,7 @@ def _progress(chunks, stream, on_bytes):
 
 
 def _summaries(chunks, path, trace_id, staging, base_guess, pool, options):
-    """Normalise the chunks, in every worker at once when there is a pool, and return their
+    """Normalise the chunks, in every lane at once when there is a pool, and return their
     summaries in file order; raise the first chunk's failure in file order."""
     redact_secrets = not options.keep_secrets
     if pool is None:

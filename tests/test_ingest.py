@@ -654,32 +654,45 @@ def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
         {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}]
 
 
-def test_tables_measured_in_a_worker_are_written_there_not_sent_back(
-        tracewh, sql, warehouse, monkeypatch):
-    """op_time, critical_path_edges, window_time and the call tree's tables are measured in
-    workers from the staged parts; each worker writes them into the staging directory itself
-    and sends back their names. Sent back through the pool's pipe, the critical path of the 254 MB DeepSeek trace (410k rows, 84 MB) cost the parent 1.4 s of
-    pickling and 240 MB of peak RSS."""
-    from tracewh.ingest.workers import Workers
+def test_one_large_file_is_decoded_in_lanes_of_threads_as_in_one(tracewh, sql, monkeypatch):
+    """--jobs 2 on one large file: its chunks go to two lanes of threads of the command, no
+    process is forked, one thread merges the small parts while the command measures the
+    per-trace tables; every table holds the rows of a single-thread ingest."""
+    from tracewh.ingest.workers import ThreadLanes
 
-    results = []
-    submit = Workers.submit
+    lanes, tasks = [], []
+    in_lanes, submit = ThreadLanes.in_lanes, ThreadLanes.submit
+
+    def recording_lanes(self, function, arguments, items):
+        lanes.append(in_lanes(self, function, arguments, items))
+        return lanes[-1]
 
     def recording(self, function, *arguments):
-        future = submit(self, function, *arguments)
-        results.append(future)
-        return future
+        tasks.append(function.__name__)
+        return submit(self, function, *arguments)
 
-    monkeypatch.setattr(Workers, "submit", recording)
-    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 1 << 20)  # a pool, 3+ chunks
-    tracewh("ingest", shared("deepseek-profile-data/train.json"), "--run", "r", "--jobs", "2")
-    assert sorted(name for future in results for name in future.result()) == sorted(
-        ["op_time", "op_call_time", "critical_path_edges", "call_tree", "kernel_ops",
-         "kernel_attribution", "call_ancestors", "backward_links", "window_time"])
-    counts = sql("SELECT (SELECT count(*) FROM op_time) AS ops, "
-                 "(SELECT count(*) FROM critical_path_edges) AS edges, "
-                 "(SELECT count(*) FROM kernel_ops) AS kernels")[0]
-    assert counts["ops"] > 0 and counts["edges"] > 0 and counts["kernels"] > 0
+    def forked(*_):
+        raise AssertionError("a worker process for one file")
+
+    monkeypatch.setattr(ThreadLanes, "in_lanes", recording_lanes)
+    monkeypatch.setattr(ThreadLanes, "submit", recording)
+    monkeypatch.setattr("tracewh.ingest.pipeline.worker_pool", forked)
+    monkeypatch.setattr("tracewh.ingest.reader.BLOCK_SIZE", 1 << 20)  # lanes, 3+ chunks
+    path = shared("deepseek-profile-data/train.json")
+    tracewh("ingest", path, "--run", "threads", "--jobs", "2")
+    tracewh("ingest", path, "--run", "one", "--jobs", "1")
+    [(first, _), (second, _)] = lanes[0]
+    chunks = sorted(summary.chunk for summary in first + second)
+    assert len(lanes) == 1 and len(chunks) >= 3 and chunks == list(range(len(chunks)))
+    assert tasks == ["_merged_and_stepped"]
+    tables = ["cpu_ops", "kernels", "op_time", "critical_path_edges", "call_tree",
+              "kernel_ops", "window_time", "step_time"]
+    counts = {run: {row["name"]: row["n"] for row in sql(" UNION ALL ".join(
+        f"SELECT '{table}' AS name, count(*) AS n FROM {table} "
+        f"WHERE trace_id IN (SELECT trace_id FROM traces WHERE run = '{run}')"
+        for table in tables))} for run in ("threads", "one")}
+    assert counts["threads"] == counts["one"] and len(counts["one"]) == len(tables)
+    assert all(counts["one"].values())
 
 
 # The call tree's text columns are held as Arrow dictionaries (ingest/call_tree.py): read

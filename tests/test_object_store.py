@@ -264,8 +264,8 @@ def trace_objects(s3):
 def test_trace_objects_are_ingested_as_their_local_files_are(trace_objects, tmp_path,
                                                              monkeypatch):
     """`ingest s3://...` (a prefix, an object) into a local and an S3 warehouse: the rows of
-    the local files' ingest. train.json is cut into 256 KB chunks, read by the workers with
-    ranged GETs."""
+    the local files' ingest. train.json is cut into 256 KB chunks, decoded on threads from the
+    bytes streamed (no ranged GET each)."""
     monkeypatch.setattr(reader, "BLOCK_SIZE", 256 << 10)
     reference = tmp_path / "reference"
     _cli(reference, "ingest", *trace_objects["dlrm"], "--run", "a", "--phase", "train")
@@ -399,7 +399,7 @@ def maintained(s3, tmp_path, monkeypatch):
     from tracewh.ingest import reader, writer
 
     pair = (tmp_path / "wh", f"s3://{BUCKET}/maintained-{tmp_path.name}")
-    big = tmp_path / "big_train.json"  # a file per table and worker: several per table
+    big = tmp_path / "big_train.json"  # a file per table and lane: several per table
     document = json.loads(RANKS[0].read_bytes() if RANKS[0].suffix == ".json" else
                           gzip.decompress(RANKS[0].read_bytes()))
     document["traceEvents"] = document["traceEvents"] * 6

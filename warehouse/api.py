@@ -335,8 +335,9 @@ class Warehouse:
         IngestOutcome per file (`.status`: ingested, replaced, unchanged, failed or
         skipped; `.error` says why one failed). Later queries see what it committed (when
         the refresh after it fails, FollowUpFailed is raised, its `.done` the outcomes). With
-        jobs > 1, the workers start from a forkserver: a script calling this must guard its
-        main code with `if __name__ == "__main__":` (notebooks need nothing)."""
+        jobs > 1 and several files, the workers start from a forkserver: a script calling this
+        must guard its main code with `if __name__ == "__main__":` (notebooks need nothing);
+        one file's chunks are decoded on threads."""
         from tracewh.ingest.sources import expand_inputs
 
         options = ingest_options(run, phase, rank, tags, replace, strict, keep_secrets, jobs,

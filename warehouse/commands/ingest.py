@@ -33,7 +33,7 @@ from .options import (ByteSize, exit_after_follow_up, pass_warehouse, phase_opti
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
               help="Tag stored with the run (git sha, model, config); repeatable.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=os.cpu_count() or 1,
-              show_default=True, help="Worker processes.")
+              show_default=True, help="Worker processes (for one large file: threads).")
 @click.option("--replace", is_flag=True,
               help="Replace what the run/phase/rank already holds.")
 @click.option("--strict", is_flag=True,

@@ -89,9 +89,10 @@ RUNS_AT_ONCE = 64
 # 0.516 s (medians of 4 alternating ingests), its peak unchanged (the ingest's own: 337 against
 # 341 MB). A bulk derive, several runs read from their files on one connection, asks them one
 # by one: two at once hold two questions' data of up to RUNS_AT_ONCE runs (the marts of 200
-# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A small run under tracewh.duckdb's
-# library (see _attached_library) asks them one by one too: its TEMP tables are the
-# connection's own, which a cursor does not see.
+# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A connection under tracewh.duckdb's
+# library (see _attached_library: wherever the file is there, a large run's too) asks them
+# one by one too: its TEMP tables are the connection's own, which a cursor does not see;
+# attached, the 254 MB trace's refresh took 0.73-0.76 s of CPU rather than 0.91-0.93 s.
 QUESTIONS_AT_ONCE = 2
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
@@ -286,17 +287,17 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
     tables = tables_read_by(*MARTS, "capture_spans")
     small = sum(events[run] for run in runs) <= IN_MEMORY_EVENTS
     live = live_helpers(snapshot, rules)
-    if library is not None and not small:
-        library.close()
-    attached = (_attached_library(catalog, snapshot, rules, runs, tables, listed, library)
-                if small else None)
+    copied = tables if small else SUMMARIES
+    attached = _attached_library(catalog, snapshot, rules, runs, tables, copied, listed,
+                                 library)
     if attached is not None:
         with attached as connection:
-            _compute_once(connection, SHARED, live, temporary=True)
+            if small:
+                _compute_once(connection, SHARED, live, temporary=True)
             return {name: _rows(connection, name, live) for name in marts}
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
-                 copied=tables if small else SUMMARIES) as connection:
+                 copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
         elif len(runs) > 1:
@@ -304,13 +305,16 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
         return _rows_at_once(connection, list(marts), live)
 
 
-def _attached_library(catalog, snapshot, rules, runs, tables, listed=None, library=None):
+def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=None,
+                      library=None):
     """A connection to the library as `tracewh.duckdb` defines it, attached (~0.1 s of CPU
-    saved: defining the marts' 27 modules binds each view), its `tables` the rows of `runs`
-    copied into memory; None when the file is not of this library, rules and live helpers
-    (or not there: a new warehouse), where `connect` defines the library. The file of any
-    snapshot serves (the one being written beside, or the one before it): its tables are not
-    read. An object store's warehouse holds no such file (see `refresh --duckdb-file`).
+    saved after a small run, ~0.2 s after the 254 MB trace: defining the marts' 27 modules
+    binds each view), its `tables` over the files of `runs`, those `copied` copied into
+    memory (TEMP tables and views); None when the file is not of this library, rules and
+    live helpers (or not there: a new warehouse), where `connect` defines the library. The
+    file of any snapshot serves (the one being written beside, or the one before it): its
+    tables are not read. An object store's warehouse holds no such file (see `refresh
+    --duckdb-file`).
     `library`: a _LibraryBeside, whose file attached already this takes."""
     if not catalog.store.local:
         return None
@@ -318,12 +322,13 @@ def _attached_library(catalog, snapshot, rules, runs, tables, listed=None, libra
     if connection is None:
         return None
     try:
-        # one thread: a small run's questions are planning more than work, and the file
-        # being written beside has the other core (CPU of the copies and questions of the
-        # 8-rank run 0.41 -> 0.33 s)
-        connection.execute("SET threads = 1")
+        # one thread for a run copied whole: a small run's questions are planning more than
+        # work, and the file being written beside has the other core (CPU of the copies and
+        # questions of the 8-rank run 0.41 -> 0.33 s)
+        if set(copied) == set(tables):
+            connection.execute("SET threads = 1")
         connection.execute("SET enable_progress_bar = false")
-        paths = copy_runs(connection, catalog, snapshot, set(runs), tables, listed)
+        paths = copy_runs(connection, catalog, snapshot, set(runs), tables, listed, copied)
         confine(connection, [path for found in paths.values() for path in found])
     except BaseException:
         connection.close()
@@ -340,12 +345,11 @@ def _attach(catalog, snapshot, rules):
 
 class _LibraryBeside:
     """`tracewh.duckdb`'s library attached on a thread of its own while the refresh reads the
-    traces' log and plans the marts, for the first connection of small runs to take (see
+    traces' log and plans the marts, for the first connection to take (see
     _attached_library): the attach is ~0.03 s of the ~0.3 s that the marts of a small run
     take one step after another on one core, the other mostly idle. Connections after the
-    first attach their own; one not taken (a large run's connection defines the library
-    itself, or nothing is to be computed) is closed. An object store's warehouse holds no
-    such file: nothing is attached."""
+    first attach their own; one not taken (nothing is to be computed) is closed. An object
+    store's warehouse holds no such file: nothing is attached."""
 
     def __init__(self, catalog, snapshot, rules):
         self._arguments = (catalog, snapshot, rules)
@@ -358,8 +362,7 @@ class _LibraryBeside:
         return _attach(*self._arguments) if pending is None else pending.result()
 
     def close(self):
-        """Close the connection attached if it was not taken: a large run's questions are
-        not to hold its memory too."""
+        """Close the connection attached if it was not taken."""
         pending, self._pending = self._pending, None
         if self._pool is None:
             return

@@ -59,20 +59,21 @@ def two_runs_to_read(tmp_path_factory):
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     """Every way a refresh reads the runs it derives: from a copy of their rows in memory
-    (small runs, as these) under the library of tracewh.duckdb, attached, or defined anew
-    (no such file), from their files but the summaries' (large ones, here a connection a
-    run, as for runs beyond RUNS_AT_ONCE, the views asked at once), and so for both runs on
-    one connection (a bulk derive, the views asked one by one), beside the views' query,
-    which reads the files."""
+    (small runs, as these), or from their files but the summaries' (large ones, here a
+    connection a run, as for runs beyond RUNS_AT_ONCE, and both runs on one connection, a
+    bulk derive), each under the library of tracewh.duckdb, attached (the views asked one
+    by one), or defined anew (no such file; a large run's views asked at once), beside the
+    views' query, which reads the files."""
     catalog, copies = Catalog(two_runs), []
 
     def connect_spy(*args, copied, **options):
         copies.append(set(copied))
         return connection.connect(*args, copied=copied, **options)
 
-    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None):
-        copies.append(("attached", set(tables)))
-        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed)
+    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None, copied=None):
+        copies.append(("attached", set(tables if copied is None else copied)))
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed,
+                                    copied)
 
     monkeypatch.setattr(marts, "connect", connect_spy)
     monkeypatch.setattr(marts, "copy_runs", copy_spy)
@@ -80,7 +81,8 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     # the views read the tables alone, which the refreshes below leave as they are
     views = {name: view_frame(two_runs, name) for name in MARTS}
     for in_memory_events, runs_at_once, attached in ((100_000, 64, True), (100_000, 64, False),
-                                                     (0, 1, True), (0, 64, True)):
+                                                     (0, 1, True), (0, 1, False),
+                                                     (0, 64, True), (0, 64, False)):
         monkeypatch.setattr(marts, "IN_MEMORY_EVENTS", in_memory_events)
         monkeypatch.setattr(marts, "RUNS_AT_ONCE", runs_at_once)
         monkeypatch.setattr(marts, "attach_library",
@@ -96,8 +98,10 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
             assert len(view) > 0 or name not in FILLED_MARTS, name
             assert sorted_frame(mart.select(view.columns)).equals(sorted_frame(view)), name
     small = {*marts.SUMMARIES, "cpu_ops", "kernels", "runtime", "critical_path_edges"}
-    assert copies == [("attached", small), small, set(marts.SUMMARIES), set(marts.SUMMARIES),
-                      set(marts.SUMMARIES)]
+    summaries = set(marts.SUMMARIES)
+    assert copies == [("attached", small), small, ("attached", summaries),
+                      ("attached", summaries), summaries, summaries, ("attached", summaries),
+                      summaries]
     overlap = mart_frame(two_runs, "overlap")
     assert sorted(set(overlap["run"])) == ["a", "b"] and overlap["relative_time"].sum() == 0
     first = overlap.filter((pl.col("run") == "a") & (pl.col("rank") == 0)).row(0, named=True)
@@ -254,9 +258,10 @@ def test_a_new_run_s_files_are_those_the_commits_since_the_last_refresh_added(
     held before (a rank replaced) is listed from the logs."""
     listings = []
 
-    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None):
+    def copy_spy(connection_, catalog_, snapshot, runs, tables, listed=None, copied=None):
         listings.append((snapshot, set(runs), listed))
-        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed)
+        return connection.copy_runs(connection_, catalog_, snapshot, runs, tables, listed,
+                                    copied)
 
     monkeypatch.setattr(marts, "copy_runs", copy_spy)
     tracewh("ingest", *DLRM[4:6], "--run", "c", "--phase", "train")

@@ -89,9 +89,10 @@ RUNS_AT_ONCE = 64
 # 0.516 s (medians of 4 alternating ingests), its peak unchanged (the ingest's own: 337 against
 # 341 MB). A bulk derive, several runs read from their files on one connection, asks them one
 # by one: two at once hold two questions' data of up to RUNS_AT_ONCE runs (the marts of 200
-# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A small run under tracewh.duckdb's
-# library (see _attached_library) asks them one by one too: its TEMP tables are the
-# connection's own, which a cursor does not see.
+# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A connection under tracewh.duckdb's
+# library (see _attached_library: wherever the file is there, a large run's too) asks them
+# one by one too: its TEMP tables are the connection's own, which a cursor does not see;
+# attached, the 254 MB trace's refresh took 0.73-0.76 s of CPU rather than 0.91-0.93 s.
 QUESTIONS_AT_ONCE = 2
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
@@ -233,31 +234,32 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
     which the caller holds); the runs in `recompute` are computed again in any case (or
     dropped, when gone). `since`: the snapshot the last refresh derived every mart from,
     when known (see _files_since)."""
-    held = _runs_held(catalog, snapshot)
-    newest, events = held.newest, held.events
-    fingerprint = _fingerprint(rules)
-    local = catalog.store.local
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
-        plans = dict(zip(MARTS, pool.map(
-            lambda name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint,
-                               local),
-            MARTS)))
-    for plan in [plan for plan in plans.values() if not plan.superseded]:
-        plan.recompute |= set(recompute) & set(newest)
-        plan.drop |= set(recompute) - set(newest)
-    runs = set().union(*(plan.recompute for plan in plans.values()))
-    files = {name: plan.live for name, plan in plans.items() if not plan.superseded}
-    if not any(plan.needed for plan in plans.values()):
-        return MartsRefresh([], 0, files)
-    needed = {name: plan for name, plan in plans.items() if plan.needed}
-    computed = {name: [] for name in needed}
-    ordered = sorted(runs)
-    batches = [ordered[i:i + RUNS_AT_ONCE] for i in range(0, len(ordered), RUNS_AT_ONCE)]
-    for batch in batches or [[]]:  # no run to compute (only runs to drop): empty rows
-        listed = _files_since(catalog, since, snapshot, batch, held.oldest)
-        for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
-                                   listed).items():
-            computed[name].append(rows)
+    with _LibraryBeside(catalog, snapshot, rules) as library:
+        held = _runs_held(catalog, snapshot)
+        newest, events = held.newest, held.events
+        fingerprint = _fingerprint(rules)
+        local = catalog.store.local
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:  # delta-rs releases the GIL
+            plans = dict(zip(MARTS, pool.map(
+                lambda name: _plan(mart_path(catalog.root, name), newest, snapshot, fingerprint,
+                                   local),
+                MARTS)))
+        for plan in [plan for plan in plans.values() if not plan.superseded]:
+            plan.recompute |= set(recompute) & set(newest)
+            plan.drop |= set(recompute) - set(newest)
+        runs = set().union(*(plan.recompute for plan in plans.values()))
+        files = {name: plan.live for name, plan in plans.items() if not plan.superseded}
+        if not any(plan.needed for plan in plans.values()):
+            return MartsRefresh([], 0, files)
+        needed = {name: plan for name, plan in plans.items() if plan.needed}
+        computed = {name: [] for name in needed}
+        ordered = sorted(runs)
+        batches = [ordered[i:i + RUNS_AT_ONCE] for i in range(0, len(ordered), RUNS_AT_ONCE)]
+        for batch in batches or [[]]:  # no run to compute (only runs to drop): empty rows
+            listed = _files_since(catalog, since, snapshot, batch, held.oldest)
+            for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
+                                       listed, library).items():
+                computed[name].append(rows)
     def commit(name):
         # the rows of the runs any mart recomputes: this mart keeps those of its own (a
         # filter copies every row: only where some go). The rows are held as dictionaries
@@ -279,21 +281,23 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
     return MartsRefresh(sorted(runs), len(needed), files)
 
 
-def _compute(catalog, snapshot, rules, runs, events, marts, listed=None):
+def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library=None):
     """{mart: its view's rows of `runs`}, for each of `marts`, on one connection. `listed`:
-    the files of `runs` when known already (see _files_since)."""
+    the files of `runs` when known already (see _files_since); `library`: a _LibraryBeside."""
     tables = tables_read_by(*MARTS, "capture_spans")
     small = sum(events[run] for run in runs) <= IN_MEMORY_EVENTS
     live = live_helpers(snapshot, rules)
-    attached = (_attached_library(catalog, snapshot, rules, runs, tables, listed) if small
-                else None)
+    copied = tables if small else SUMMARIES
+    attached = _attached_library(catalog, snapshot, rules, runs, tables, copied, listed,
+                                 library)
     if attached is not None:
         with attached as connection:
-            _compute_once(connection, SHARED, live, temporary=True)
+            if small:
+                _compute_once(connection, SHARED, live, temporary=True)
             return {name: _rows(connection, name, live) for name in marts}
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
-                 copied=tables if small else SUMMARIES) as connection:
+                 copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
         elif len(runs) > 1:
@@ -301,31 +305,77 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None):
         return _rows_at_once(connection, list(marts), live)
 
 
-def _attached_library(catalog, snapshot, rules, runs, tables, listed=None):
+def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=None,
+                      library=None):
     """A connection to the library as `tracewh.duckdb` defines it, attached (~0.1 s of CPU
-    saved: defining the marts' 27 modules binds each view), its `tables` the rows of `runs`
-    copied into memory; None when the file is not of this library, rules and live helpers
-    (or not there: a new warehouse), where `connect` defines the library. The file of any
-    snapshot serves (the one being written beside, or the one before it): its tables are not
-    read. An object store's warehouse holds no such file (see `refresh --duckdb-file`)."""
+    saved after a small run, ~0.2 s after the 254 MB trace: defining the marts' 27 modules
+    binds each view), its `tables` over the files of `runs`, those `copied` copied into
+    memory (TEMP tables and views); None when the file is not of this library, rules and
+    live helpers (or not there: a new warehouse), where `connect` defines the library. The
+    file of any snapshot serves (the one being written beside, or the one before it): its
+    tables are not read. An object store's warehouse holds no such file (see `refresh
+    --duckdb-file`).
+    `library`: a _LibraryBeside, whose file attached already this takes."""
     if not catalog.store.local:
         return None
-    root = catalog.root.resolve()
-    connection = attach_library(root, file_shape(root, rules, live_helpers(snapshot, rules)))
+    connection = (_attach(catalog, snapshot, rules) if library is None else library.take())
     if connection is None:
         return None
     try:
-        # one thread: a small run's questions are planning more than work, and the file
-        # being written beside has the other core (CPU of the copies and questions of the
-        # 8-rank run 0.41 -> 0.33 s)
-        connection.execute("SET threads = 1")
+        # one thread for a run copied whole: a small run's questions are planning more than
+        # work, and the file being written beside has the other core (CPU of the copies and
+        # questions of the 8-rank run 0.41 -> 0.33 s)
+        if set(copied) == set(tables):
+            connection.execute("SET threads = 1")
         connection.execute("SET enable_progress_bar = false")
-        paths = copy_runs(connection, catalog, snapshot, set(runs), tables, listed)
+        paths = copy_runs(connection, catalog, snapshot, set(runs), tables, listed, copied)
         confine(connection, [path for found in paths.values() for path in found])
     except BaseException:
         connection.close()
         raise
     return connection
+
+
+def _attach(catalog, snapshot, rules):
+    """A connection to `tracewh.duckdb`'s library, attached (see _attached_library), or
+    None."""
+    root = catalog.root.resolve()
+    return attach_library(root, file_shape(root, rules, live_helpers(snapshot, rules)))
+
+
+class _LibraryBeside:
+    """`tracewh.duckdb`'s library attached on a thread of its own while the refresh reads the
+    traces' log and plans the marts, for the first connection to take (see
+    _attached_library): the attach is ~0.03 s of the ~0.3 s that the marts of a small run
+    take one step after another on one core, the other mostly idle. Connections after the
+    first attach their own; one not taken (nothing is to be computed) is closed. An object
+    store's warehouse holds no such file: nothing is attached."""
+
+    def __init__(self, catalog, snapshot, rules):
+        self._arguments = (catalog, snapshot, rules)
+        self._pool = concurrent.futures.ThreadPoolExecutor(1) if catalog.store.local else None
+        self._pending = (None if self._pool is None
+                         else self._pool.submit(_attach, *self._arguments))
+
+    def take(self):
+        pending, self._pending = self._pending, None
+        return _attach(*self._arguments) if pending is None else pending.result()
+
+    def close(self):
+        """Close the connection attached if it was not taken."""
+        pending, self._pending = self._pending, None
+        if self._pool is None:
+            return
+        # an attach that failed is not this refresh's failure: the file is not needed then
+        if pending is not None and pending.exception() is None and pending.result():
+            pending.result().close()
+        self._pool.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
 
 
 def _compute_once(connection, views, live, temporary=False):

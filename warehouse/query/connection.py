@@ -95,7 +95,7 @@ def local_copies(catalog, paths, sizes):
     return copies
 
 
-def copy_runs(connection, catalog, snapshot, runs, tables, listed=None):
+def copy_runs(connection, catalog, snapshot, runs, tables, listed=None, copied=None):
     """Copy the rows of `runs` of `tables` at `snapshot` into TEMP tables of their names on
     `connection`, checked as `connect` checks them: what the views of an attached catalog
     (`prepared.attach_library`) then read instead of the catalog's tables. `listed`: their
@@ -108,7 +108,8 @@ def copy_runs(connection, catalog, snapshot, runs, tables, listed=None):
         check_listed_sizes(catalog.root, listed)
         paths = {table: [path for path, _ in found] for table, found in listed.items()}
     for name in tables:
-        _table_view(connection, catalog.root, TABLES[name], paths, copy=True, temporary=True)
+        _table_view(connection, catalog.root, TABLES[name], paths,
+                    copy=copied is None or name in copied, temporary=True)
     return paths
 
 

@@ -18,8 +18,10 @@ import contextlib
 import datetime
 import hashlib
 import json
+import os
 import re
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,17 +289,29 @@ def load(path, version):
 
 
 def _kept(path, version):
-    """_LOADED's entry of the table at `version`, loaded if it is not the one kept."""
+    """_LOADED's entry of the table at `version`, loaded if it is not the one kept: once,
+    where two threads ask at once (a refresh's marts and `tracewh.duckdb` both read
+    `traces`: its log replayed twice on the two cores was ~0.03 s of a small run's refresh)."""
     key = (version, creation_mark(path))
-    kept = _LOADED.get(str(path))
-    if kept is None or kept[0] != key:
-        kept = _LOADED[str(path)] = [key, open_table(path, version), None]
+    with _loading(path):
+        kept = _LOADED.get(str(path))
+        if kept is None or kept[0] != key:
+            kept = _LOADED[str(path)] = [key, open_table(path, version), None]
     return kept
+
+
+def _loading(path):
+    """The lock under which a table's entry of _LOADED is loaded or completed."""
+    return _LOADING.setdefault(str(path), threading.Lock())  # setdefault: atomic
 
 
 # {table path: [(version, creation mark), DeltaTable, its add actions flattened or None]}:
 # the last version this process loaded.
 _LOADED = {}
+_LOADING = {}  # {table path: threading.Lock}
+# a forked worker starts with none held (a lock that another thread held at the fork would
+# stay held in the child)
+os.register_at_fork(after_in_child=_LOADING.clear)
 
 
 def creation_mark(path):
@@ -358,11 +372,12 @@ def add_actions(path, version, runs=None):
     if isinstance(runs, str):
         raise TypeError("runs is a collection of run names, not one name")
     kept = _kept(path, version)
-    if kept[2] is None:
-        # read as an Arrow stream: pa.table() would first ask whether it is a pandas
-        # DataFrame, importing pandas where it is installed (0.4-0.6 s of every command)
-        kept[2] = pa.RecordBatchReader.from_stream(
-            kept[1].get_add_actions(flatten=True)).read_all()
+    with _loading(path):
+        if kept[2] is None:
+            # read as an Arrow stream: pa.table() would first ask whether it is a pandas
+            # DataFrame, importing pandas where it is installed (0.4-0.6 s of every command)
+            kept[2] = pa.RecordBatchReader.from_stream(
+                kept[1].get_add_actions(flatten=True)).read_all()
     actions = kept[2]
     if runs is not None:
         actions = actions.filter(pc.is_in(actions["partition.run"],

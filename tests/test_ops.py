@@ -620,9 +620,28 @@ def _insert_rows(connection, rows):
                 [row[c] for c in columns])
 
 
+def test_op_time_counts_a_call_within_its_name_once_though_it_launched_nothing():
+    """aten::mm [7, 19) encloses aten::mm [18, 19), which launched nothing and encloses a
+    zero-length aten::mm that launched a 1 ns kernel (by External id): the name's total is
+    the outer call's 1 ns, the middle call adding nothing."""
+    cpu, runtime, kernels = _generated_tables(
+        [(7, 12, "cpu_op", "0", 0), (18, 1, "cpu_op", "0", 0), (18, None, "cpu_op", "0", 0)],
+        [(0, 1, 2, False)])
+    connection = live_ops_connection()
+    _insert_rows(connection, {"cpu_ops": cpu, "runtime": runtime, "kernels": kernels})
+    assert connection.execute(
+        "SELECT calls, gpu_self_ns, gpu_total_ns, gpu_total_busy_ns FROM op_stats").fetchall() \
+        == [(3, 1, 1, 1)]
+
+
 @settings(max_examples=60, deadline=None)
 @given(spans=st.lists(SPAN, max_size=30), work=st.lists(WORK, max_size=15),
        ranked=st.booleans())
+@example(spans=[(0, None, "cpu_op", "0", 0), (0, None, "cpu_op", "0", 0),
+                (0, None, "cpu_op", "0", 0), (0, None, "cpu_op", "0", 0),
+                (7, 12, "cpu_op", "0", 0), (18, 1, "cpu_op", "0", 0),
+                (18, None, "cpu_op", "0", 0), (0, None, "cpu_op", "0", 0)],
+         work=[(0, 1, 1, False)], ranked=False)
 def test_op_time_equals_the_views_on_generated_traces(spans, work, ranked):
     """`ranked`: the composite keys made of ranks, as for a trace whose times, threads and
     levels would overflow them."""

@@ -46,17 +46,31 @@ calls AS (
     ON c.run = o.run AND c.phase = o.phase AND c.rank = o.rank AND c.trace_id = o.trace_id
    AND c.event_index = o.event_index
 ),
+chains AS (
+  -- each launching call with itself and its cpu_op ancestors: every call with GPU time in
+  -- its total is on the chain of a launcher, with all the calls enclosing it
+  SELECT run, phase, rank, trace_id, event_index, ancestor_event_index AS member
+  FROM _host_ancestors
+  WHERE layer = 'cpu_op'
+  UNION ALL
+  SELECT run, phase, rank, trace_id, event_index, event_index AS member
+  FROM calls
+  WHERE gpu_kernels > 0
+),
 nested AS (
   -- the calls within a call of their own name: the name's total holds them already
-  SELECT DISTINCT y.run, y.phase, y.rank, y.trace_id, y.event_index
-  FROM _host_ancestors AS y
+  SELECT DISTINCT y.run, y.phase, y.rank, y.trace_id, c.event_index
+  FROM chains AS y
+  JOIN chains AS z
+    ON z.run = y.run AND z.phase = y.phase AND z.rank = y.rank AND z.trace_id = y.trace_id
+   AND z.event_index = y.event_index
   JOIN calls AS c
     ON c.run = y.run AND c.phase = y.phase AND c.rank = y.rank AND c.trace_id = y.trace_id
-   AND c.event_index = y.event_index
+   AND c.event_index = y.member
   JOIN calls AS a
-    ON a.run = y.run AND a.phase = y.phase AND a.rank = y.rank AND a.trace_id = y.trace_id
-   AND a.event_index = y.ancestor_event_index
-  WHERE y.layer = 'cpu_op' AND a.name = c.name
+    ON a.run = z.run AND a.phase = z.phase AND a.rank = z.rank AND a.trace_id = z.trace_id
+   AND a.event_index = z.member
+  WHERE a.name = c.name AND a.depth < c.depth
 ),
 per_name AS (
   SELECT c.run, c.phase, c.rank, c.trace_id, c.name, count(*) AS calls,

@@ -193,6 +193,16 @@ def unchanged(warehouse):
     assert files() == before, f"{warehouse}, shared by tests that only read it, was changed"
 
 
+def built_once(tmp_path_factory, name, ingest):
+    """A module-scoped fixture's body: a warehouse under a fresh folder `name`, filled by
+    `ingest(tracewh)` (the CLI on it) once for the module's tests that only read it; yields
+    its path and fails the module if they changed it (see `unchanged`)."""
+    warehouse = tmp_path_factory.mktemp(name) / "wh"
+    ingest(cli_on(warehouse))
+    with unchanged(warehouse):
+        yield warehouse
+
+
 @pytest.fixture
 def tracewh(warehouse):
     """Run the CLI against the test's warehouse: tracewh("ingest", path, ...) -> Result."""

@@ -20,8 +20,8 @@ from tracewh.api import Warehouse
 from tracewh.storage.catalog import Catalog
 from tracewh.cli import cli
 
-from .conftest import (EXAMPLES, ROOT, cli_on, connect, live_files, other_writer, shared,
-                       unchanged)
+from .conftest import (EXAMPLES, ROOT, built_once, cli_on, connect, live_files, other_writer,
+                       shared)
 
 DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 
@@ -30,10 +30,8 @@ DLRM0 = EXAMPLES / "worker0_step_12.1694128201545.pt.trace.json.gz"
 def dlrm0(tmp_path_factory):
     """A warehouse of DLRM's rank 0, made once for the module's tests, which only read it
     (checked unchanged after them)."""
-    warehouse = tmp_path_factory.mktemp("dlrm0") / "wh"
-    cli_on(warehouse)("ingest", DLRM0, "--run", "d", "--phase", "train", "--tag", "git=abc")
-    with unchanged(warehouse):
-        yield warehouse
+    yield from built_once(tmp_path_factory, "dlrm0", lambda tracewh: tracewh(
+        "ingest", DLRM0, "--run", "d", "--phase", "train", "--tag", "git=abc"))
 
 
 def test_formats(dlrm0):

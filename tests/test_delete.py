@@ -12,8 +12,8 @@ from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.storage.schema import TABLES
 from tracewh.derived.marts import MARTS
 
-from .conftest import (EXAMPLES, FILLED_MARTS, cli_on, live_files, mart_frame, sorted_frame,
-                       unchanged, view_frame)
+from .conftest import (EXAMPLES, FILLED_MARTS, built_once, cli_on, live_files, mart_frame,
+                       sorted_frame, view_frame)
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 
@@ -34,10 +34,7 @@ def three_runs(tracewh, warehouse):
 @pytest.fixture(scope="module")
 def three_runs_kept(tmp_path_factory):
     """three_runs made once for the deletes that must change nothing (checked after them)."""
-    warehouse = tmp_path_factory.mktemp("delete") / "wh"
-    ingest_three_runs(cli_on(warehouse))
-    with unchanged(warehouse):
-        yield warehouse
+    yield from built_once(tmp_path_factory, "delete", ingest_three_runs)
 
 
 def _rows_by_run(warehouse):

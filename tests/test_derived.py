@@ -29,8 +29,8 @@ from tracewh.query.library import is_internal, modules_read_by
 from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.derived.marts import MARTS, mart_path
 
-from .conftest import (EXAMPLES, FILLED_MARTS, cli_on, connect, mart_frame, sorted_frame,
-                       unchanged, view_frame)
+from .conftest import (EXAMPLES, FILLED_MARTS, built_once, cli_on, connect, mart_frame,
+                       sorted_frame, view_frame)
 
 DLRM = sorted(EXAMPLES.glob("*.json.gz"))
 EXTRA_COLUMNS = ["start_ns", "start_time", "relative_time"]
@@ -51,10 +51,7 @@ def two_runs(tracewh, warehouse):
 @pytest.fixture(scope="module")
 def two_runs_to_read(tmp_path_factory):
     """two_runs made once for the tests that only read it (checked unchanged after them)."""
-    warehouse = tmp_path_factory.mktemp("derived") / "wh"
-    ingest_two_runs(cli_on(warehouse))
-    with unchanged(warehouse):
-        yield warehouse
+    yield from built_once(tmp_path_factory, "derived", ingest_two_runs)
 
 
 def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from tracewh.query.dialects import transpile
 from tracewh.query.library import library, library_in_order, public_library
 
-from .conftest import (EXAMPLES, SHARED, cli_on, load_reference, require, shared, sql_on,
-                       unchanged, written_library_connection)
+from .conftest import (EXAMPLES, SHARED, built_once, cli_on, load_reference, require, shared,
+                       sql_on, written_library_connection)
 from .reference import (capture_groups, gpu_intervals, idle_reference, intersection_length,
                         overlap_from_trace, overlap_of, union_length)
 
@@ -29,10 +29,8 @@ OVERLAP_TRACES = [
 def dlrm(tmp_path_factory):
     """The 8-rank DLRM step as run dlrm, phase train, made once for the module's tests that
     only read it (checked unchanged after them)."""
-    warehouse = tmp_path_factory.mktemp("dlrm") / "wh"
-    cli_on(warehouse)("ingest", EXAMPLES, "--run", "dlrm", "--phase", "train")
-    with unchanged(warehouse):
-        yield warehouse
+    yield from built_once(tmp_path_factory, "dlrm", lambda tracewh: tracewh(
+        "ingest", EXAMPLES, "--run", "dlrm", "--phase", "train"))
 
 
 @pytest.mark.parametrize("relative", OVERLAP_TRACES)

@@ -30,7 +30,7 @@ from tracewh.storage.schema import TABLES
 
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
-from .summaries import contiguous
+from .keyed import contiguous
 from .writer import repeated_text, with_dictionaries
 
 SOURCES = ("cpu_ops", "runtime", "instants")

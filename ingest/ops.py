@@ -44,7 +44,8 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
-from .summaries import contiguous, default_class
+from .keyed import contiguous
+from .summaries import default_class
 from .writer import read_staged, repeated_text, with_dictionaries
 
 # The kernels rows that are no device work launched by an op: ranges and waits.

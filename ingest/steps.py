@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 
 from tracewh.storage.schema import TABLES
 
-from .keyed import left_join
-from .summaries import CLASS_KINDS, contiguous, merge
+from .keyed import contiguous, left_join
+from .summaries import CLASS_KINDS, merge
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"

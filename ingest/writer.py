@@ -26,7 +26,7 @@ from tracewh.storage.parquet import holds_dictionaries, parquet_writer, write_ta
 from tracewh.storage.schema import TABLES
 
 from .sources import input_size, read_range
-from .summaries import contiguous
+from .keyed import contiguous
 
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*"?(\d+)')
 TAIL_BYTES = 1 << 16

@@ -107,7 +107,7 @@ enum Values<T: Element> {
 impl<T: Element + Copy> Values<T> {
     fn of(array: &Bound<'_, PyAny>) -> PyResult<Self> {
         let buffer = PyBuffer::<T>::get(array)?;
-        let aligned = buffer.buf_ptr() as usize % std::mem::align_of::<T>() == 0;
+        let aligned = (buffer.buf_ptr() as usize).is_multiple_of(std::mem::align_of::<T>());
         Ok(if buffer.is_c_contiguous() && aligned && buffer.item_count() > 0 {
             Values::Borrowed(buffer)
         } else {

@@ -184,10 +184,9 @@ fn decode_tables<'py>(
             columns,
         });
     }
-    let Ok(built) = py.allow_threads(|| tables::build(&events, &pairs, first_event, &plans)) else {
+    let Ok(built) = py.allow_threads(|| tables::build(events, &pairs, first_event, &plans)) else {
         return Ok(None);
     };
-    drop(events);
     let out = PyList::empty(py);
     for (name, (rows, columns)) in names.iter().zip(built) {
         let buffers = PyList::empty(py);

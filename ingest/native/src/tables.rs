@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::columns::{Column, StrColumn, Validity};
-use crate::decode::{ColumnRef, Events};
+use crate::decode::{ColumnRef, Events, OwnedColumn};
 use crate::json::{Res, Unsupported};
 
 /// The distinct (ph, cat) pairs of a chunk, in order of first appearance.
@@ -77,8 +77,14 @@ pub enum Built {
 
 /// Each planned table's row count and columns; Unsupported where a value does not fit its
 /// column's type (the reference then names the event) or a string column passes 2 GiB.
+///
+/// The core's columns are taken, not borrowed, and gathered column by column: each is
+/// dropped once every table column it is a source of is built (a column no table names, at
+/// once). Every event lands in one table, so a column's gathered rows are no larger than the
+/// column, and the chunk's heap peaks at about its columns once, not its columns and every
+/// table's buffers together.
 pub fn build(
-    events: &Events,
+    events: Events,
     pairs: &Pairs,
     first_event: i64,
     plans: &[Plan],
@@ -96,42 +102,78 @@ pub fn build(
         let table = table_of_code[code as usize];
         rows.get_mut(table).ok_or(Unsupported)?.push(row as u32); // every event routed
     }
-    let columns = events.columns();
-    let named = |key: &str| {
-        columns
-            .iter()
-            .find(|(name, _)| name == key)
-            .map(|(_, column)| column)
-            .ok_or(Unsupported)
-    };
-    let mut out = Vec::with_capacity(plans.len());
-    for (plan, rows) in plans.iter().zip(&rows) {
-        let mut built = Vec::with_capacity(plan.columns.len());
-        for (kind, sources) in &plan.columns {
-            built.push(match sources.first().map(String::as_str) {
-                Some("event_index") => Built::Int64(Column {
-                    values: rows.iter().map(|&r| first_event + i64::from(r)).collect(),
-                    validity: Validity::default(), // never null
-                }),
-                Some("category") => Built::Str(gather_strings(rows, |row| {
-                    category_of_code[pairs.code_of_event[row] as usize]
-                })?),
-                _ => {
-                    let sources = sources
-                        .iter()
-                        .map(|key| named(key))
-                        .collect::<Res<Vec<_>>>()?;
-                    gather(kind, &sources, rows)?
+    let (names, columns): (Vec<String>, Vec<OwnedColumn>) = events.into_columns().into_iter().unzip();
+    let mut columns: Vec<Option<OwnedColumn>> = columns.into_iter().map(Some).collect();
+    let mut built: Vec<Vec<Option<Built>>> = plans
+        .iter()
+        .map(|plan| plan.columns.iter().map(|_| None).collect())
+        .collect();
+    // due[i]: the (table, column, sources) built once core column i, the last of their
+    // sources, is reached; last_use[i]: the last core column after which i is still needed
+    let mut due: Vec<Vec<(usize, usize, Vec<usize>)>> = vec![Vec::new(); columns.len()];
+    let mut last_use: Vec<Option<usize>> = vec![None; columns.len()];
+    for (table, (plan, rows)) in plans.iter().zip(&rows).enumerate() {
+        for (index, (kind, sources)) in plan.columns.iter().enumerate() {
+            let column = &mut built[table][index];
+            match sources.first().map(String::as_str) {
+                Some("event_index") => {
+                    *column = Some(Built::Int64(Column {
+                        values: rows.iter().map(|&r| first_event + i64::from(r)).collect(),
+                        validity: Validity::default(), // never null
+                    }))
                 }
-            });
+                Some("category") => {
+                    *column = Some(Built::Str(gather_strings(rows, |row| {
+                        category_of_code[pairs.code_of_event[row] as usize]
+                    })?))
+                }
+                None => *column = Some(gather(kind, &[], rows)?),
+                Some(_) => {
+                    let found = sources
+                        .iter()
+                        .map(|key| names.iter().position(|name| name == key).ok_or(Unsupported))
+                        .collect::<Res<Vec<_>>>()?;
+                    let ready = *found.iter().max().ok_or(Unsupported)?;
+                    for &source in &found {
+                        last_use[source] = last_use[source].max(Some(ready));
+                    }
+                    due[ready].push((table, index, found));
+                }
+            }
         }
-        out.push((rows.len(), built));
     }
-    Ok(out)
+    for (column, last) in columns.iter_mut().zip(&last_use) {
+        if last.is_none() {
+            *column = None; // no table reads it
+        }
+    }
+    for (step, ready) in due.into_iter().enumerate() {
+        for (table, index, sources) in ready {
+            let sources = sources
+                .iter()
+                .map(|&source| columns[source].as_ref().map(OwnedColumn::borrowed))
+                .collect::<Option<Vec<_>>>()
+                .ok_or(Unsupported)?;
+            let (kind, _) = &plans[table].columns[index];
+            built[table][index] = Some(gather(kind, &sources, &rows[table])?);
+        }
+        for (column, last) in columns.iter_mut().zip(&last_use) {
+            if *last == Some(step) {
+                *column = None;
+            }
+        }
+    }
+    rows.iter()
+        .zip(built)
+        .map(|(rows, columns)| {
+            let columns = columns.into_iter().collect::<Option<Vec<_>>>();
+            Ok((rows.len(), columns.ok_or(Unsupported)?))
+        })
+        .collect()
 }
 
 /// Rows `rows` of the first non-null of `sources` (all of one kind) as a column of `kind`.
-fn gather(kind: &str, sources: &[&ColumnRef], rows: &[u32]) -> Res<Built> {
+fn gather(kind: &str, sources: &[ColumnRef], rows: &[u32]) -> Res<Built> {
     match (kind, sources) {
         ("string", [ColumnRef::Str(column)]) => {
             Ok(Built::Str(gather_strings(rows, |row| column.get(row))?))

@@ -101,8 +101,8 @@ def create_table(path, schema, partition_by=()):
         found = next((action["metaData"] for action in _actions(path, 0)
                       if "metaData" in action), {})
         if not same_table(found, schema, partition_by):
-            raise TableExists(f"{path}: a table of another schema was created there by "
-                              "another writer") from None
+            raise TableExists(f"{path}: a Delta table of another schema is there (created "
+                              "by another writer, or another version of tracewh)") from None
     return latest_version(path)
 
 

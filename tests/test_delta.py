@@ -19,7 +19,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tracewh.storage.schema import TABLES
-from tracewh.storage import delta
+from tracewh.storage import delta, delta_schema
 from tracewh.storage.catalog import Catalog
 
 from .conftest import EXAMPLES, ROOT, connect
@@ -284,6 +284,15 @@ def test_a_table_is_created_as_delta_rs_creates_it(tmp_path):
         assert pl.scan_delta(str(ours)).collect().schema == pl.scan_delta(
             str(theirs)).collect().schema
         assert DeltaTable(str(ours)).to_pyarrow_dataset().count_rows() == 0
+
+
+def test_a_column_delta_cannot_read_at_reader_version_1_is_refused(tmp_path):
+    """A timestamp without a time zone (or not in microseconds) would need a table feature,
+    or be read at another scale: no table is created."""
+    for type_ in (pa.timestamp("us"), pa.timestamp("ns", tz="UTC")):
+        with pytest.raises(delta_schema.UnsupportedType, match="column t: no Delta type"):
+            delta.create_table(tmp_path / "t", pa.schema([("run", pa.string()), ("t", type_)]))
+        assert not (tmp_path / "t").exists()
 
 
 def test_two_writers_creating_a_table_at_once_share_it(tmp_path):

@@ -92,11 +92,12 @@ def create_table(path, schema, partition_by=()):
     created only if absent as every commit is. A writer beside this one (no lock: an object
     store's) may create it first: its table is taken when it is of the same schema, and is an
     error otherwise. Return the table's newest version."""
+    actions = [PROTOCOL, metadata_action(schema, partition_by)]
     log = _log(path)
     if storage.of(log).local:
         Path(log).mkdir(parents=True, exist_ok=True)
     try:
-        commit(path, 0, [PROTOCOL, metadata_action(schema, partition_by)], "CREATE TABLE")
+        commit(path, 0, actions, "CREATE TABLE")
     except VersionTaken:
         found = next((action["metaData"] for action in _actions(path, 0)
                       if "metaData" in action), {})

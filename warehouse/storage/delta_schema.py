@@ -1,5 +1,6 @@
 """A Delta table's protocol and metaData actions, from an Arrow schema, as the protocol defines
-them and delta-rs writes them (byte for byte, but the table's id and time): what `delta` creates
+them and delta-rs writes them (the same text, but the table's id and time, and the order of a
+field's metadata keys, which delta-rs leaves to a hash map's): what `delta` creates
 a table with, or replaces a mart's schema with, without importing delta-rs (its ~55 MB of
 pages stayed in a command for the whole of the first ingest into a new warehouse).
 """
@@ -53,8 +54,8 @@ def _field(field):
 def _type(name, type_):
     if type_ in _PRIMITIVES:
         return _PRIMITIVES[type_]
-    if pa.types.is_timestamp(type_) and type_.tz is not None:
-        return "timestamp"  # instants: UTC, microseconds in the files
+    if pa.types.is_timestamp(type_) and type_.unit == "us" and type_.tz is not None:
+        return "timestamp"  # Delta's: an instant, in microseconds
     if pa.types.is_list(type_) or pa.types.is_large_list(type_):
         return {"type": "array", "elementType": _type(name, type_.value_type),
                 "containsNull": type_.value_field.nullable}

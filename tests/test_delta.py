@@ -3,19 +3,23 @@ DuckDB over the snapshot's files agree with `tracewh query`, also while --replac
 ingests run beside them."""
 
 import collections
+import concurrent.futures
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pytest
 from deltalake import DeltaTable
 
 from tracewh.storage.schema import TABLES
-from tracewh.storage import delta
+from tracewh.storage import delta, delta_schema
 from tracewh.storage.catalog import Catalog
 
 from .conftest import EXAMPLES, ROOT, connect
@@ -253,3 +257,93 @@ def test_a_warehouse_being_created_reads_as_empty(warehouse):
     (warehouse / "_tracewh").mkdir(parents=True)
     delta.create(warehouse / "kernels", TABLES["kernels"])
     assert connect(warehouse).execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]
+
+
+def test_a_table_is_created_as_delta_rs_creates_it(tmp_path):
+    """Version 0 written by tracewh holds what delta-rs writes for the same schema (the
+    protocol, and a metaData of the same schema string, partition columns, format and
+    configuration) but the table's id and time; the marts' types (a timestamp, a boolean)
+    included. Every reader reads it: deltalake, polars, and pyarrow's dataset of it."""
+    mart = pa.schema([("run", pa.string()), ("n", pa.int64()), ("share", pa.float64()),
+                      ("start_time", pa.timestamp("us", tz="UTC")),
+                      ("relative_time", pa.bool_())])
+    cases = [(name, delta.table_schema(table), delta.PARTITION_NAMES)
+             for name, table in TABLES.items()] + [("mart", mart, [])]
+    for name, schema, partitions in cases:
+        ours, theirs = tmp_path / "ours" / name, tmp_path / "theirs" / name
+        assert delta.create_table(ours, schema, partitions) == 0
+        DeltaTable.create(str(theirs), schema=schema, partition_by=partitions or None)
+        actions = [_log_actions(path, 0) for path in (ours, theirs)]
+        for each in actions:
+            for changing in ("id", "createdTime"):
+                each["metaData"].pop(changing)
+        assert actions[0]["protocol"] == actions[1]["protocol"] == {
+            "minReaderVersion": 1, "minWriterVersion": 2}
+        assert actions[0]["metaData"] == actions[1]["metaData"], name
+        assert DeltaTable(str(ours)).schema() == DeltaTable(str(theirs)).schema()
+        assert pl.scan_delta(str(ours)).collect().schema == pl.scan_delta(
+            str(theirs)).collect().schema
+        assert DeltaTable(str(ours)).to_pyarrow_dataset().count_rows() == 0
+
+
+def test_a_column_delta_cannot_read_at_reader_version_1_is_refused(tmp_path):
+    """A timestamp without a time zone (or not in microseconds) would need a table feature,
+    or be read at another scale: no table is created."""
+    for type_ in (pa.timestamp("us"), pa.timestamp("ns", tz="UTC")):
+        with pytest.raises(delta_schema.UnsupportedType, match="column t: no Delta type"):
+            delta.create_table(tmp_path / "t", pa.schema([("run", pa.string()), ("t", type_)]))
+        assert not (tmp_path / "t").exists()
+
+
+def test_two_writers_creating_a_table_at_once_share_it(tmp_path):
+    """Of writers creating the same table at once, one writes version 0 and the others take
+    its table, of the same schema; a table of another schema there is an error."""
+    path, schema = tmp_path / "kernels", delta.table_schema(TABLES["kernels"])
+    start = threading.Barrier(6)
+
+    def create(_):
+        start.wait()
+        return delta.create_table(path, schema, delta.PARTITION_NAMES)
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(create, range(6))) == [0] * 6
+    assert sorted(os.listdir(path / "_delta_log")) == [f"{0:020d}.json"]
+    with pytest.raises(delta.TableExists, match="another schema"):
+        delta.create_table(path, delta.table_schema(TABLES["cpu_ops"]), delta.PARTITION_NAMES)
+    with pytest.raises(delta.TableExists, match="another schema"):
+        delta.create_table(path, schema)  # not partitioned
+    assert delta.create_table(path, schema, delta.PARTITION_NAMES) == 0
+
+
+def test_a_schema_replaced_removes_every_live_file(tracewh, warehouse):
+    """A mart made again: its new schema and a remove of each of its files, as one commit,
+    read by delta-rs as an empty table of the new schema; the live files found from the
+    JSON commits, or from a checkpoint and those after it."""
+    tracewh("ingest", DLRM0, "--run", "a", "--phase", "train")
+    tracewh("ingest", DLRM0, "--run", "b", "--phase", "train")
+    schema = pa.schema([("run", pa.string()), ("x", pa.int64())])
+    for name, checkpointed in (("overlap", False), ("kernel_stats", True)):
+        path = warehouse / "marts" / name
+        version = delta.latest_version(path)
+        if checkpointed:
+            DeltaTable(str(path), version=version - 1).create_checkpoint()
+        live = {f.path: f.size for f in delta.live_files(path, version)}
+        assert len(live) == 2
+        assert delta.replace_schema(path, version, schema) == version + 1
+        removed = {action["remove"]["path"]: action["remove"]["size"]
+                   for action in _log_lines(path, version + 1) if "remove" in action}
+        assert removed == live
+        table = DeltaTable(str(path))
+        assert table.version() == version + 1 and table.to_pyarrow_table().num_rows == 0
+        assert [f.name for f in table.schema().fields] == ["run", "x"]
+
+
+def _log_lines(path, version):
+    return [json.loads(line) for line in (path / "_delta_log" / f"{version:020d}.json")
+            .read_text().splitlines()]
+
+
+def _log_actions(path, version):
+    """{kind: action} of a commit of one action of each kind."""
+    return {kind: body for action in _log_lines(path, version)
+            for kind, body in action.items()}

@@ -552,12 +552,8 @@ def _commit(path, plan, rows, schema, state):
     version = plan.version
     gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
     if plan.rebuild:  # a new schema; every file removed
-        from deltalake import DeltaTable
-
-        DeltaTable.create(str(path), schema=schema,
-                          mode="ignore" if version is None else "overwrite",
-                          storage_options=storage.of(path).delta_options())
-        version = delta.latest_version(path)
+        version = (delta.create_table(path, schema) if version is None
+                   else delta.replace_schema(path, version, schema))
         removed, live = [], []
     else:
         removed = _files_holding(path, plan.live, gone)

@@ -2,9 +2,9 @@
 
 Its base is the warehouse's contracts, which import nothing of tracewh but each other and the
 errors: `schema` (the tables), `layout` (their files' paths), `parquet` (how they are
-written), `names`. On them: `delta_log`, `delta` and `catalog` (the Delta tables, their
-snapshots and commits), `directory` and `integrity` (a warehouse's state, and damage from
-outside), `links` (no symbolic link followed).
+written), `names`. On them: `delta_log`, `delta_schema`, `delta` and `catalog` (the Delta
+tables, their snapshots and commits), `directory` and `integrity` (a warehouse's state, and
+damage from outside), `links` (no symbolic link followed).
 
 Every one of them names places by *locations*, through one interface (`base.Storage`) with
 two backends: `local.LocalStorage` (the file system, what tracewh always did) and

@@ -1,9 +1,13 @@
 """Delta Lake tables: creating them, appending commits to their logs, reading their snapshots.
 
-Creation, snapshots and checkpoints go through `deltalake` (delta-rs). Commits are written
-here, as the protocol defines them: one `_delta_log/<version>.json` file of newline-delimited
-actions, created only if absent (so two writers can never both win a version): a link on a
-local disk, a conditional put on an object store (see `storage`). delta-rs's own
+Snapshots and checkpoints go through `deltalake` (delta-rs), imported where a table is first
+loaded. Commits are written here, as the protocol defines them: one `_delta_log/<version>.json`
+file of newline-delimited actions, created only if absent (so two writers can never both win a
+version): a link on a local disk, a conditional put on an object store (see `storage`). A
+table's creation is such a commit too, its version 0 (the protocol and metaData actions that
+delta-rs writes: see `delta_schema`), and so is a mart's new schema: creating the tables of
+a new warehouse through delta-rs kept its ~55 MB of pages in the command from the start of
+its first ingest, through the decode and the measures, where it reads no table. delta-rs's own
 commit (`create_write_transaction`) loads the table's whole file list first and checks it for
 conflicts: 70 ms per table at 8,000 files, 0.9 s per trace for 13 tables, where this costs
 about a millisecond whatever the table holds. tracewh's writers are serialised by the
@@ -36,6 +40,7 @@ from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_proble
                         commit_file, commit_info, first_replayed, is_table, last_checkpoint,
                         latest_version, size_problem)
 from .delta_log import exists as _exists, log_dir as _log, read_bytes as _read
+from .delta_schema import PROTOCOL, metadata_action, same_table
 from ..errors import WarehouseError
 from .layout import trace_id_of
 from .schema import PARTITION_COLUMNS
@@ -77,15 +82,46 @@ def table_schema(table):
 
 
 def create(path, table):
-    from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError
+    """Create a warehouse table (see create_table)."""
+    create_table(path, table_schema(table), PARTITION_NAMES)
 
+
+def create_table(path, schema, partition_by=()):
+    """Create the table at `path` of `schema` (an Arrow schema), partitioned by
+    `partition_by`, if there is none: its version 0, the protocol and metaData actions,
+    created only if absent as every commit is. A writer beside this one (no lock: an object
+    store's) may create it first: its table is taken when it is of the same schema, and is an
+    error otherwise. Return the table's newest version."""
+    actions = [PROTOCOL, metadata_action(schema, partition_by)]
+    log = _log(path)
+    if storage.of(log).local:
+        Path(log).mkdir(parents=True, exist_ok=True)
     try:
-        DeltaTable.create(str(path), schema=table_schema(table), partition_by=PARTITION_NAMES,
-                          mode="ignore", storage_options=storage.of(path).delta_options())
-    except DeltaError:
-        if not is_table(path):  # else created by a writer beside this one (no lock)
-            raise
+        commit(path, 0, actions, "CREATE TABLE")
+    except VersionTaken:
+        found = next((action["metaData"] for action in _actions(path, 0)
+                      if "metaData" in action), {})
+        if not same_table(found, schema, partition_by):
+            raise TableExists(f"{path}: a Delta table of another schema is there (created "
+                              "by another writer, or another version of tracewh)") from None
+    return latest_version(path)
+
+
+def replace_schema(path, version, schema):
+    """Give the unpartitioned table at `path`, at `version` (its newest), `schema` instead of
+    its own, every file removed, as version + 1 (a mart made again: see
+    tracewh.derived.marts); return it. Its live files are those its log lists (see
+    _live_adds): the table is not loaded."""
+    removes = [{"remove": {**{key: add[key] for key in ("path", "partitionValues", "size")},
+                           "dataChange": True, "deletionTimestamp": int(time.time() * 1000),
+                           "extendedFileMetadata": True}}
+               for add in _live_adds(path, version).values()]
+    return commit(path, version + 1, [PROTOCOL, metadata_action(schema), *removes],
+                  "CREATE OR REPLACE TABLE")
+
+
+class TableExists(WarehouseError):
+    """A table created first by another writer, with another schema."""
 
 
 def add_action(data_file, data_change=True):
@@ -135,23 +171,33 @@ def recorded_hashes(path, version):
     from the log itself (its checkpoint, then the JSON commits after it): delta-rs keeps the
     tags of add actions in its checkpoints but does not give them out. Files of an earlier
     tracewh or of another engine have none."""
+    hashes = {name: (add.get("tags") or {}).get(HASH_TAG)
+              for name, add in _live_adds(path, version).items()}
+    return {name: digest for name, digest in hashes.items() if digest is not None}
+
+
+def _live_adds(path, version):
+    """{path: its add action} of the files live at `version`, from the log itself (its
+    checkpoint, then the JSON commits after it), in plain Python: a file's path as its
+    add action wrote it, decoded; a checkpoint's maps (partitionValues, tags) as dicts."""
     checkpoint = last_checkpoint(path)
-    hashes, first = {}, 0
+    live, first = {}, 0
     checkpoint_file = _log(path) / f"{checkpoint:020d}.checkpoint.parquet"
     if checkpoint <= version and _exists(checkpoint_file):
         added = pq.read_table(pa.BufferReader(_read(checkpoint_file)), columns=["add"])["add"]
         for add in added.to_pylist():
             if add is not None:
-                hashes[unquote(add["path"])] = dict(add.get("tags") or ()).get(HASH_TAG)
+                live[unquote(add["path"])] = {
+                    **add, "partitionValues": dict(add.get("partitionValues") or ()),
+                    "tags": dict(add.get("tags") or ())}
         first = checkpoint + 1
     for number in range(first, version + 1):
         for action in _actions(path, number):
             if "remove" in action:
-                hashes.pop(unquote(action["remove"]["path"]), None)
+                live.pop(unquote(action["remove"]["path"]), None)
             elif "add" in action:
-                add = action["add"]
-                hashes[unquote(add["path"])] = (add.get("tags") or {}).get(HASH_TAG)
-    return {name: digest for name, digest in hashes.items() if digest is not None}
+                live[unquote(action["add"]["path"])] = action["add"]
+    return live
 
 
 def changed_files(path, version, runs=None, read=False):
@@ -230,7 +276,7 @@ def commit(path, version, actions, operation, info=None):
     `info` adds keys to the commitInfo action (tracewh's own under "tracewh")."""
     commit_info_action = {"commitInfo": {
         "timestamp": int(time.time() * 1000), "operation": operation,
-        "operationParameters": {}, "readVersion": version - 1,
+        "operationParameters": {}, **({"readVersion": version - 1} if version else {}),
         "isBlindAppend": not any("remove" in action for action in actions),
         "engineInfo": "tracewh", **(info or {})}}
     text = "".join(json.dumps(action, separators=(",", ":")) + "\n"
@@ -241,7 +287,7 @@ def commit(path, version, actions, operation, info=None):
     except FileExistsError:
         raise VersionTaken(f"{path}: version {version} was written by another writer "
                            "(is something other than tracewh writing to the table?)") from None
-    if version % CHECKPOINT_INTERVAL == 0:
+    if version and version % CHECKPOINT_INTERVAL == 0:
         checkpoint(path, version)
     return version
 

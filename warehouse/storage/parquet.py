@@ -37,7 +37,7 @@ def statistics_columns(schema):
     ordered within a row group, and cheap to compare) and the text keys rows are grouped by
     (KEY_TEXT_COLUMNS). Statistics of the other text cost a string comparison of every value
     and skip nothing: they were a fifth of the time writing the call tree of a 254 MB trace
-    (1.56M rows), and 0.85x the time writing its ten largest tables without them."""
+    (1.56M rows); without them its ten largest tables were written in 0.85x the time."""
     return [field.name for field in schema
             if not _is_text(field.type) or field.name in KEY_TEXT_COLUMNS]
 
@@ -46,8 +46,8 @@ def delta_columns(schema):
     """The integer columns written DELTA_BINARY_PACKED rather than PLAIN: indexes, times,
     durations, depths and ids change little from row to row, so their deltas pack into a
     few bits where PLAIN spends 8 bytes a value for zstd to compress again (the call tree of
-    a 254 MB trace: 92 MB before compression). Its ten largest tables were written in 0.87x
-    the time, 0.8x the bytes, and DuckDB reads them as fast or faster. Hashes
+    a 254 MB trace: 92 MB before compression). That trace's ten largest tables were written
+    in 0.87x the time and 0.8x the bytes, and DuckDB reads them as fast or faster. Hashes
     (HASHED_COLUMNS) stay PLAIN."""
     return [field.name for field in schema
             if pa.types.is_integer(field.type) and field.name not in HASHED_COLUMNS]

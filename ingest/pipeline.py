@@ -558,9 +558,12 @@ class _WritesBehind:
             self.pending = self.pool.submit(function, *arguments)
 
     def wait(self):
-        """Wait for the call in flight; raise its error."""
-        pending, self.pending = self.pending, None
+        """Wait for the call in flight; raise its error. Interrupted (Ctrl-C), the call is
+        still in flight, for leaving to wait for."""
+        pending = self.pending
         if pending is not None:
+            concurrent.futures.wait([pending])
+            self.pending = None
             pending.result()
 
     def __enter__(self):

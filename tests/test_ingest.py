@@ -749,7 +749,8 @@ def test_the_call_tree_from_dictionaries_equals_it_from_plain_text(tracewh, ware
 def test_writes_behind_run_in_order_one_at_a_time_and_raise_their_errors():
     """_WritesBehind: the calls run on the pool's thread in the order made, never two at
     once; a call's error is raised by the caller's next call or on leaving, and on leaving
-    after the caller's own error, the call in flight has ended."""
+    after the caller's own error (Ctrl-C while it waits for a call too), the call in flight
+    has ended."""
     import concurrent.futures
     import threading
     import time
@@ -783,6 +784,21 @@ def test_writes_behind_run_in_order_one_at_a_time_and_raise_their_errors():
                 behind.call(write, "last")
                 raise KeyboardInterrupt
         assert made[-1][0] == "last" and not running
+        waits, wait = [], concurrent.futures.wait
+
+        def interrupted_once(futures):  # Ctrl-C while the caller waits for a write
+            waits.append(futures)
+            if len(waits) == 1:
+                raise KeyboardInterrupt
+            return wait(futures)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(concurrent.futures, "wait", interrupted_once)
+            with pytest.raises(KeyboardInterrupt):
+                with _WritesBehind(pool) as behind:
+                    behind.call(write, "slow")
+                    behind.call(write, "not made")
+        assert made[-1][0] == "slow" and not running and len(waits) == 2
     with _WritesBehind(None) as behind:  # no pool: at once, here
         behind.call(write, "here")
     assert made[-1] == ("here", threading.current_thread().name)

@@ -657,7 +657,8 @@ def test_the_recorded_sha256_is_the_files(relative, tracewh, sql, monkeypatch):
 def test_one_large_file_is_decoded_in_lanes_of_threads_as_in_one(tracewh, sql, monkeypatch):
     """--jobs 2 on one large file: its chunks go to two lanes of threads of the command, no
     process is forked, one thread merges the small parts while the command measures the
-    per-trace tables; every table holds the rows of a single-thread ingest."""
+    per-trace tables, whose pieces the threads write behind it; every table holds the rows of
+    a single-thread ingest."""
     from tracewh.ingest.workers import ThreadLanes
 
     lanes, tasks = [], []
@@ -684,7 +685,7 @@ def test_one_large_file_is_decoded_in_lanes_of_threads_as_in_one(tracewh, sql, m
     [(first, _), (second, _)] = lanes[0]
     chunks = sorted(summary.chunk for summary in first + second)
     assert len(lanes) == 1 and len(chunks) >= 3 and chunks == list(range(len(chunks)))
-    assert tasks == ["_merged_and_stepped"]
+    assert tasks[0] == "_merged_and_stepped" and len(tasks) > 4 and set(tasks[1:]) == {"write"}
     tables = ["cpu_ops", "kernels", "op_time", "critical_path_edges", "call_tree",
               "kernel_ops", "window_time", "step_time"]
     counts = {run: {row["name"]: row["n"] for row in sql(" UNION ALL ".join(
@@ -743,3 +744,61 @@ def test_the_call_tree_from_dictionaries_equals_it_from_plain_text(tracewh, ware
         assert stored.schema == TABLES[table].schema, table
         assert stored.equals(plain[table].cast(TABLES[table].schema)), table
     assert plain["call_tree"].num_rows > 8_000
+
+
+def test_writes_behind_run_in_order_one_at_a_time_and_raise_their_errors():
+    """_WritesBehind: the calls run on the pool's thread in the order made, never two at
+    once; a call's error is raised by the caller's next call or on leaving, and on leaving
+    after the caller's own error (Ctrl-C while it waits for a call too), the call in flight
+    has ended."""
+    import concurrent.futures
+    import threading
+    import time
+
+    from tracewh.ingest.pipeline import _WritesBehind
+
+    made, running = [], []
+
+    def write(number):
+        running.append(number)
+        assert len(running) == 1, "two writes at once"
+        time.sleep(0.01)
+        made.append((number, threading.current_thread().name))
+        running.pop()
+        if number == "bad":
+            raise OSError("disk full")
+
+    with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
+        with _WritesBehind(pool) as behind:
+            for number in range(5):
+                behind.call(write, number)
+        assert [number for number, _ in made] == list(range(5))
+        assert all(name.startswith("pool") for _, name in made)
+        with pytest.raises(OSError, match="disk full"):
+            with _WritesBehind(pool) as behind:
+                behind.call(write, "bad")
+                behind.call(write, "never")
+        assert made[-1][0] == "bad"
+        with pytest.raises(KeyboardInterrupt):
+            with _WritesBehind(pool) as behind:
+                behind.call(write, "last")
+                raise KeyboardInterrupt
+        assert made[-1][0] == "last" and not running
+        waits, wait = [], concurrent.futures.wait
+
+        def interrupted_once(futures):  # Ctrl-C while the caller waits for a write
+            waits.append(futures)
+            if len(waits) == 1:
+                raise KeyboardInterrupt
+            return wait(futures)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(concurrent.futures, "wait", interrupted_once)
+            with pytest.raises(KeyboardInterrupt):
+                with _WritesBehind(pool) as behind:
+                    behind.call(write, "slow")
+                    behind.call(write, "not made")
+        assert made[-1][0] == "slow" and not running and len(waits) == 2
+    with _WritesBehind(None) as behind:  # no pool: at once, here
+        behind.call(write, "here")
+    assert made[-1] == ("here", threading.current_thread().name)

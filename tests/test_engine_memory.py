@@ -5,7 +5,7 @@ import sys
 import duckdb
 import pytest
 
-from tracewh.query.engine_memory import release_duckdb_memory
+from tracewh.query.engine_memory import give_back_freed_memory
 
 
 def _anonymous_mb():
@@ -26,6 +26,6 @@ def test_the_pages_a_question_freed_are_given_back():
                               ).fetchall() == [(1_500_000,)]
     asked = _anonymous_mb()
     assert asked - before > 40  # kept after the question, though nothing holds it
-    assert release_duckdb_memory()
+    assert give_back_freed_memory()
     assert _anonymous_mb() - before < (asked - before) / 3
     assert connection.execute("SELECT count(*) FROM range(1000)").fetchall() == [(1000,)]

@@ -48,7 +48,7 @@ from ..storage.base import ChangedObject
 from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
 from ..query.connection import connect, copy_runs
-from ..query.engine_memory import release_duckdb_memory
+from ..query.engine_memory import give_back_freed_memory
 from ..storage.layout import MARTS_DIR
 from ..query.library import (helper_select, helpers_read, is_internal, library_fingerprint,
                              library_modules_in_order, live_helpers, module_select,
@@ -267,6 +267,7 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
     # other, on a loaded machine): the marts are separate tables, committed at once
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         files.update(zip(needed, pool.map(commit, needed)))
+    give_back_freed_memory()  # the rows committed, not under tracewh.duckdb's last steps
     return MartsRefresh(sorted(runs), len(needed), files)
 
 
@@ -303,7 +304,7 @@ def _asked(connection, names, live):
     rows = {}
     for name in names:
         rows[name] = _rows(connection, name, live)
-        release_duckdb_memory()
+        give_back_freed_memory()
     return rows
 
 

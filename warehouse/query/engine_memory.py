@@ -8,7 +8,7 @@ question's freed working memory stayed resident under the next one's: in the ref
 the 254 MB trace, DuckDB's allocator held 89-94 MB of resident pages at the command's peak,
 of which 14-48 MB were allocated.
 
-`release_duckdb_memory()` purges every arena of that allocator at once (jemalloc's
+`give_back_freed_memory()` purges every arena of that allocator at once (jemalloc's
 `arena.<MALLCTL_ARENAS_ALL>.purge`: what DuckDB's own flush does after a deallocation larger
 than its `allocator_bulk_deallocation_flush_threshold`; lowering that setting to zero purged
 after every bulk free, and took 0.5 s more CPU in that refresh), and the C heap's free pages
@@ -26,7 +26,7 @@ MALLCTL_ARENAS_ALL = 4096  # jemalloc's arena index meaning every arena
 PURGE_ALL = f"arena.{MALLCTL_ARENAS_ALL}.purge".encode()
 
 
-def release_duckdb_memory():
+def give_back_freed_memory():
     """Give back the pages DuckDB's allocator and the C heap hold freed; True when DuckDB's
     were purged (its allocator found, and the purge done)."""
     release_freed_memory()

@@ -284,27 +284,29 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
         with attached as connection:
             if small:
                 _compute_once(connection, SHARED, live, temporary=True)
-            return _asked(connection, marts, live)
+            return _asked(connection, marts, live, give_back=not small)
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
                  copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
-        return _asked(connection, marts, live)
+        return _asked(connection, marts, live, give_back=not small)
 
 
-def _asked(connection, names, live):
-    """{mart: _rows} of the views `names`, asked one after another, the memory each question
-    freed handed back before the next (see engine_memory). The refresh after the 254 MB
-    trace into a new warehouse rose 182-200 MB over what the ingest left with two questions
-    at once, each on a cursor of its own, and DuckDB's freed pages kept; 149-156 MB one by
-    one, released after each (3 alternating ingests each, loaded machine; one by one alone,
-    153-182 MB). The marts' questions are not the refresh's longest path there: it is
-    `tracewh.duckdb`'s library, defined beside them, which then has the other core."""
+def _asked(connection, names, live, give_back):
+    """{mart: _rows} of the views `names`, asked one after another; with `give_back`, the
+    memory each question freed handed back before the next (see engine_memory: ~1 ms of
+    CPU each, 3% of a small run's refresh, whose questions free little). The refresh after
+    the 254 MB trace into a new warehouse rose 182-200 MB over what the ingest left with two
+    questions at once, each on a cursor of its own, and DuckDB's freed pages kept; 149-156
+    MB one by one, given back after each (3 alternating ingests each, loaded machine; one by
+    one alone, 153-182 MB). The marts' questions are not the refresh's longest path there:
+    `tracewh.duckdb`'s library, defined beside them, is, and it then has the other core."""
     rows = {}
     for name in names:
         rows[name] = _rows(connection, name, live)
-        give_back_freed_memory()
+        if give_back:
+            give_back_freed_memory()
     return rows
 
 

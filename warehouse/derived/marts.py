@@ -82,6 +82,11 @@ SUMMARIES = ("traces", "gpu_time", "gpu_intervals", "kernel_names")
 IN_MEMORY_EVENTS = 100_000
 # Runs derived on one connection: more at once hold more in memory and save nothing (the 299
 # runs above: 23.0 s and 653 MB by 64, 23.0 s and 1,267 MB all at once; 29.9 s by 16).
+# The marts' views are asked one after another: two at once, each on a cursor of its own,
+# held both questions' working memory (the refresh after the 254 MB trace into a new
+# warehouse rose 155-206 MB over what the ingest left; one by one, with the job path's
+# memory given back between its questions, 116-152 MB), and they are not the refresh's
+# longest path there: `tracewh.duckdb`'s library, defined beside them, is.
 RUNS_AT_ONCE = 64
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
@@ -284,30 +289,13 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
         with attached as connection:
             if small:
                 _compute_once(connection, SHARED, live, temporary=True)
-            return _asked(connection, marts, live, give_back=not small)
+            return {name: _rows(connection, name, live) for name in marts}
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
                  copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
-        return _asked(connection, marts, live, give_back=not small)
-
-
-def _asked(connection, names, live, give_back):
-    """{mart: _rows} of the views `names`, asked one after another; with `give_back`, the
-    memory each question freed handed back before the next (see engine_memory: ~1 ms of
-    CPU each, 3% of a small run's refresh, whose questions free little). The refresh after
-    the 254 MB trace into a new warehouse rose 182-200 MB over what the ingest left with two
-    questions at once, each on a cursor of its own, and DuckDB's freed pages kept; 149-156
-    MB one by one, given back after each (3 alternating ingests each, loaded machine; one by
-    one alone, 153-182 MB). The marts' questions are not the refresh's longest path there:
-    `tracewh.duckdb`'s library, defined beside them, is, and it then has the other core."""
-    rows = {}
-    for name in names:
-        rows[name] = _rows(connection, name, live)
-        if give_back:
-            give_back_freed_memory()
-    return rows
+        return {name: _rows(connection, name, live) for name in marts}
 
 
 def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=None,

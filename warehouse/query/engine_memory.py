@@ -1,12 +1,13 @@
-"""DuckDB's freed memory handed back to the system between the questions of a refresh.
+"""Freed memory handed back to the system at a refresh's turns: DuckDB's and the C heap's.
 
 DuckDB's Linux builds allocate through a jemalloc of their own (its symbols prefixed
 `duckdb_je_`), configured to keep the pages a query frees for about a second
 (`dirty_decay_ms` 1000) and with no background thread to purge them: they are purged only as
-later allocations advance the decay. A refresh asks its questions back to back, so each
-question's freed working memory stayed resident under the next one's: in the refresh after
-the 254 MB trace, DuckDB's allocator held 89-94 MB of resident pages at the command's peak,
-of which 14-48 MB were allocated.
+later allocations advance the decay. A refresh asks its questions back to back, so the
+freed working memory of the questions before stayed resident under the largest one (the
+job's critical path, see derived.job_path): in the refresh after the 254 MB trace, DuckDB's
+allocator held 79-110 MB of resident pages at the command's peak, of which 14-48 MB were
+allocated.
 
 `give_back_freed_memory()` purges every arena of that allocator at once (jemalloc's
 `arena.<MALLCTL_ARENAS_ALL>.purge`: what DuckDB's own flush does after a deallocation larger

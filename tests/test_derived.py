@@ -58,9 +58,8 @@ def test_marts_equal_their_views_row_for_row(two_runs, monkeypatch):
     """Every way a refresh reads the runs it derives: from a copy of their rows in memory
     (small runs, as these), or from their files but the summaries' (large ones, here a
     connection a run, as for runs beyond RUNS_AT_ONCE, and both runs on one connection, a
-    bulk derive), each under the library of tracewh.duckdb, attached (the views asked one
-    by one), or defined anew (no such file; a large run's views asked at once), beside the
-    views' query, which reads the files."""
+    bulk derive), each under the library of tracewh.duckdb, attached, or defined anew (no
+    such file), beside the views' query, which reads the files."""
     catalog, copies = Catalog(two_runs), []
 
     def connect_spy(*args, copied, **options):
@@ -562,8 +561,8 @@ def test_ctrl_c_during_the_refresh_says_the_commits_stand(tracewh, two_runs, mon
 
 
 def test_ctrl_c_while_the_marts_views_are_asked_commits_no_mart(tracewh, two_runs, monkeypatch):
-    """An interrupt in one of the questions asked at once (on cursors of their own) ends the
-    command as interrupted, and no mart takes the new run."""
+    """An interrupt in one of the marts' questions ends the command as interrupted, and no
+    mart takes the new run."""
     asked = marts._rows
 
     def rows(cursor, name, live):

@@ -4,7 +4,6 @@ by DuckDB's own confinement. The warehouse's path holds a space and both quotes 
 
 import json
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 
 from tracewh.query import statements, table_sql
 from tracewh.cli import cli
-from tracewh.query.connection import cursor
 from tracewh.errors import QueryError
 
 from .conftest import EXAMPLES, connect
@@ -148,18 +146,6 @@ def test_the_confinement_cannot_be_lifted(warehouse, outside, sql):
             statements.run_statements(connection, sql, allow_write=True)
         with pytest.raises(QueryError, match="Permission Error"):
             statements.run_statements(connection, f"SELECT * FROM read_text({quoted(outside)})")
-
-
-def test_a_cursor_of_a_confined_connection_is_confined_too(warehouse, outside):
-    """The marts' views are asked on cursors (`connection.cursor`): they read the tables the
-    connection lists, and DuckDB's confinement holds for them."""
-    with connect(warehouse) as confined:
-        other = cursor(confined)
-        assert other.execute("SELECT count(*) FROM kernels").fetchall() == [(261,)]
-        with pytest.raises(duckdb.PermissionException):
-            other.execute(f"SELECT * FROM read_text({quoted(outside)})")
-        with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
-            other.execute("SET enable_external_access = true")
 
 
 def test_queries_over_tables_and_views_still_work(tracewh, outside, warehouse, tmp_path):

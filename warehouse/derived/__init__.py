@@ -15,6 +15,7 @@ from ..storage.delta import VersionTaken
 from .duckdb_file import FILE_NAME, write_duckdb_file
 from ..errors import FollowUpFailed, RefreshInterrupted
 from ..storage.layout import DONE_FILE, RECOMPUTE_FILE
+from ..query.engine_memory import give_back_freed_memory
 from .marts import (changed_marts, current_mart_files, mart_listing, mart_path, refresh_marts,
                     remove_mart)
 from ..query.library import library_fingerprint
@@ -41,6 +42,7 @@ def refresh_derived(catalog, verify=False):
     leaves the committed traces as they are: the next writing command, or `tracewh refresh`,
     derives again. With `verify`, every mart's files are read, and a mart with a file not as
     its commit wrote it is made again (see `marts.changed_marts`)."""
+    give_back_freed_memory()  # what the command freed before (an ingest's chunks)
     if not catalog.store.local:
         return _refresh_unlocked(catalog, verify)
     with catalog.locked():

@@ -34,7 +34,6 @@ rewrote nearly the whole mart each MAX_SMALL_FILES refreshes: 2.7-3.5 s instead 
 
 import collections
 import concurrent.futures
-import queue
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -48,7 +47,8 @@ from ..storage import delta
 from ..storage.base import ChangedObject
 from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
-from ..query.connection import connect, copy_runs, cursor
+from ..query.connection import connect, copy_runs
+from ..query.engine_memory import give_back_freed_memory
 from ..storage.layout import MARTS_DIR
 from ..query.library import (helper_select, helpers_read, is_internal, library_fingerprint,
                              library_modules_in_order, live_helpers, module_select,
@@ -82,18 +82,12 @@ SUMMARIES = ("traces", "gpu_time", "gpu_intervals", "kernel_names")
 IN_MEMORY_EVENTS = 100_000
 # Runs derived on one connection: more at once hold more in memory and save nothing (the 299
 # runs above: 23.0 s and 653 MB by 64, 23.0 s and 1,267 MB all at once; 29.9 s by 16).
+# The marts' views are asked one after another: two at once, each on a cursor of its own,
+# held both questions' working memory (the refresh after the 254 MB trace into a new
+# warehouse rose 155-206 MB over what the ingest left; one by one, with the job path's
+# memory given back between its questions, 116-152 MB), and they are not the refresh's
+# longest path there: `tracewh.duckdb`'s library, defined beside them, is.
 RUNS_AT_ONCE = 64
-# The marts' views asked at once, each on a cursor of its own: DuckDB plans a query on one
-# thread, and planning is most of what the views of a small run cost (0.397 -> 0.335 s with
-# the connection, the demo's 8 ranks); the 254 MB trace's refresh in its ingest 0.563 ->
-# 0.516 s (medians of 4 alternating ingests), its peak unchanged (the ingest's own: 337 against
-# 341 MB). A bulk derive, several runs read from their files on one connection, asks them one
-# by one: two at once hold two questions' data of up to RUNS_AT_ONCE runs (the marts of 200
-# runs: 19.3 -> 16.1 s, but peak RSS 696 -> 750 MB). A connection under tracewh.duckdb's
-# library (see _attached_library: wherever the file is there, a large run's too) asks them
-# one by one too: its TEMP tables are the connection's own, which a cursor does not see;
-# attached, the 254 MB trace's refresh took 0.73-0.76 s of CPU rather than 0.91-0.93 s.
-QUESTIONS_AT_ONCE = 2
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
 # copied whole, into a table of its memory that the view then reads. The demo's 8 ranks: the
@@ -278,6 +272,7 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
     # other, on a loaded machine): the marts are separate tables, committed at once
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         files.update(zip(needed, pool.map(commit, needed)))
+    give_back_freed_memory()  # the rows committed, not under tracewh.duckdb's last steps
     return MartsRefresh(sorted(runs), len(needed), files)
 
 
@@ -300,9 +295,7 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
                  copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
-        elif len(runs) > 1:
-            return {name: _rows(connection, name, live) for name in marts}
-        return _rows_at_once(connection, list(marts), live)
+        return {name: _rows(connection, name, live) for name in marts}
 
 
 def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=None,
@@ -402,36 +395,6 @@ def _shared_select(name, computed, live):
     if helpers and set(helpers) <= set(computed):
         return module_select(name, live)
     return f"SELECT * FROM {name}"
-
-
-def _rows_at_once(connection, names, live=()):
-    """{mart: _rows} of the views `names`, asked QUESTIONS_AT_ONCE at a time, each on a
-    cursor that one thread holds while it asks; on an interrupt the questions asked are
-    stopped and the others not asked."""
-    cursors = [cursor(connection) for _ in range(QUESTIONS_AT_ONCE)]
-    free = queue.SimpleQueue()
-    for each in cursors:
-        free.put(each)
-
-    def rows(name):
-        held = free.get()
-        try:
-            return _rows(held, name, live)
-        finally:
-            free.put(held)
-
-    pool = concurrent.futures.ThreadPoolExecutor(len(cursors))
-    try:
-        return dict(zip(names, pool.map(rows, names)))
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for each in cursors:
-            each.interrupt()
-        raise
-    finally:
-        pool.shutdown()
-        for each in cursors:
-            each.close()
 
 
 @dataclass

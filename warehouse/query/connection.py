@@ -124,15 +124,3 @@ def _table_view(connection, root, table, paths, copy, temporary=False):
         if missing is None:
             raise
         raise missing from None
-
-
-def cursor(connection):
-    """A connection to the same in-memory database, with `connection`'s variables (the
-    tables' file lists its views read), for asking questions on another thread: DuckDB plans
-    a query on one thread, so two questions at once use both cores. Database-wide settings
-    (`confine`'s) hold for it as they do for `connection`."""
-    other = connection.cursor()
-    for (name,) in connection.execute("SELECT name FROM duckdb_variables()").fetchall():
-        value = connection.execute("SELECT getvariable(?)", [name]).fetchone()[0]
-        other.execute(f"SET VARIABLE {name} = ?", [value])
-    return other

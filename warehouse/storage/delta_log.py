@@ -56,6 +56,19 @@ def commit_info(path, version):
     return {}
 
 
+def actions(path, version):
+    """The actions of a JSON commit; none when it is gone (log cleanup: a checkpoint holds
+    it). DamagedLog when it is not JSON lines."""
+    try:
+        lines = read_bytes(commit_file(path, version)).decode().splitlines()
+    except FileNotFoundError:
+        return []
+    try:
+        return [json.loads(line) for line in lines]
+    except ValueError:
+        raise DamagedLog(path, version, "cut or corrupt (not JSON lines)") from None
+
+
 def commit_file(path, version):
     return log_dir(path) / f"{version:020d}.json"
 

@@ -179,9 +179,9 @@ def recorded_hashes(path, version):
 
 def _live_adds(path, version):
     """{path: its add action} of the files live at `version`, from the log itself (see
-    delta_replay.live_adds), in plain Python: a file's path decoded; a checkpoint's maps
+    delta_replay.replay), in plain Python: a file's path decoded; a checkpoint's maps
     (partitionValues, tags) as dicts."""
-    return {add["path"]: add for add in delta_replay.live_adds(path, version)[1]}
+    return {add["path"]: add for add in delta_replay.replay(path, version).as_dicts()}
 
 
 def changed_files(path, version, runs=None, read=False):
@@ -331,7 +331,7 @@ def _replayed(path, version):
     other log delta-rs would refuse, is one WarehouseError line."""
     check_commits(path, first_replayed(path, version), version)
     try:
-        return delta_replay.flattened(*delta_replay.live_adds(path, version))
+        return delta_replay.flattened(delta_replay.replay(path, version))
     except (delta_replay.UnparsablePartition, pa.ArrowInvalid, KeyError, TypeError) as error:
         problem = f"{type(error).__name__}: {error}".splitlines()[0]
     _refuse_unreadable(path, version)

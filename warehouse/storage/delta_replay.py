@@ -14,9 +14,11 @@ by the newest commit first (each commit's in its order), then the checkpoint's, 
 
 import io
 import json
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
@@ -44,10 +46,26 @@ class MissingCommit(WarehouseError):
     """A commit the replay of a version needs is not in the log."""
 
 
-def live_adds(path, version):
-    """(the table's metaData action at `version`, [its live files' add actions]), in the
-    order described above: each add action as its commit wrote it (a checkpoint's maps as
-    dicts), its path decoded."""
+@dataclass(frozen=True)
+class Replayed:
+    """A table's live files at a version: its metaData action, the add actions of the JSON
+    commits after its checkpoint (newest first, each commit's in its order, paths decoded),
+    then the checkpoint's, still in Arrow (at 8,000 files, a Python object per file and
+    value was most of the replay's time)."""
+
+    metadata: dict
+    adds: list
+    checkpointed: pa.StructArray  # of the checkpoint's `add` column, paths decoded
+
+    def as_dicts(self):
+        """Every add action as a dict, a checkpoint's maps (partitionValues, tags) as dicts."""
+        return self.adds + [{**add, "partitionValues": dict(add.get("partitionValues") or ()),
+                             "tags": dict(add.get("tags") or ())}
+                            for add in self.checkpointed.to_pylist()]
+
+
+def replay(path, version):
+    """The table's live files at `version` (see Replayed)."""
     checkpoint = _checkpoint(path, version)
     metadata, seen, adds = None, set(), []
     for number in range(version, checkpoint, -1):
@@ -55,7 +73,6 @@ def live_adds(path, version):
         if not found and not exists(commit_file(path, number)):
             raise MissingCommit(f"{path}: cannot read version {version} of the Delta table "
                                 f"(its version {number} is missing from {log_dir(path)})")
-        newest = []
         for action in found:
             if metadata is None and "metaData" in action:
                 metadata = action["metaData"]
@@ -65,16 +82,15 @@ def live_adds(path, version):
                     if name not in seen:
                         seen.add(name)
                         if kind == "add":
-                            newest.append({**action["add"], "path": name})
-        adds.extend(newest)
+                            adds.append({**action["add"], "path": name})
+    checkpointed = _NO_ADDS
     if checkpoint > 0:
-        checkpointed, added = _checkpoint_actions(path, checkpoint)
-        metadata = metadata or checkpointed
-        adds.extend(add for add in added if add["path"] not in seen)
+        checkpointed, metadata_then = _checkpoint_adds(path, checkpoint, seen)
+        metadata = metadata or metadata_then
     if metadata is None:
         raise MissingCommit(f"{path}: cannot read version {version} of the Delta table (no "
                             "metaData action in its log)")
-    return metadata, adds
+    return Replayed(metadata, adds, checkpointed)
 
 
 def _checkpoint(path, version):
@@ -90,34 +106,55 @@ def _checkpoint_file(path, version):
     return log_dir(path) / f"{version:020d}.checkpoint.parquet"
 
 
-def _checkpoint_actions(path, version):
-    """(its metaData action, [its add actions]) of a checkpoint: only its `add` and
-    `metaData` columns read (a checkpoint holds no file both added and removed)."""
-    table = pq.read_table(pa.BufferReader(read_bytes(_checkpoint_file(path, version))),
-                          columns=["add", "metaData"])
+_ADD_FIELDS = [pa.field("path", pa.string()),
+               pa.field("partitionValues", pa.map_(pa.string(), pa.string())),
+               pa.field("size", pa.int64()), pa.field("modificationTime", pa.int64()),
+               pa.field("stats", pa.string()), pa.field("tags", pa.map_(pa.string(), pa.string()))]
+_NO_ADDS = pa.StructArray.from_arrays([pa.array([], f.type) for f in _ADD_FIELDS],
+                                      fields=_ADD_FIELDS)
+
+
+def _checkpoint_adds(path, version, seen):
+    """(the add actions of a checkpoint but those of `seen` paths, its metaData action):
+    its `add` and `metaData` columns read (a checkpoint holds no file both added and
+    removed), the adds kept in Arrow, their paths decoded."""
+    table = pq.ParquetFile(pa.BufferReader(read_bytes(_checkpoint_file(path, version)))).read(
+        columns=["add", "metaData"])
     metadata = next((row for row in table["metaData"].to_pylist() if row is not None), None)
     if metadata is not None:
         metadata = {**metadata, "partitionColumns": list(metadata.get("partitionColumns") or ())}
-    adds = [{**add, "path": unquote(add["path"]),
-             "partitionValues": dict(add.get("partitionValues") or ()),
-             "tags": dict(add.get("tags") or ())}
-            for add in table["add"].to_pylist() if add is not None]
-    return metadata, adds
+    added = table["add"].combine_chunks()
+    added = added.filter(added.is_valid())
+    paths = added.field("path")
+    if pc.any(pc.match_substring(paths, "%")).as_py():
+        paths = pa.array([unquote(name) for name in paths.to_pylist()], pa.string())
+    added = pa.StructArray.from_arrays(
+        [paths if field.name == "path" else added.field(field.name) for field in _ADD_FIELDS],
+        fields=_ADD_FIELDS)
+    if seen:
+        added = added.filter(pc.invert(pc.is_in(paths, value_set=pa.array(sorted(seen),
+                                                                           pa.string()))))
+    return added, metadata
 
 
-def flattened(metadata, adds):
-    """delta-rs's flattened add actions of `adds`, of the table of `metadata` (see the
-    module's docstring)."""
+def flattened(replayed):
+    """delta-rs's flattened add actions of a table's live files (see the module's
+    docstring)."""
+    metadata, adds, checkpointed = replayed.metadata, replayed.adds, replayed.checkpointed
     fields = json.loads(metadata["schemaString"])["fields"]
     partitioned = list(metadata.get("partitionColumns") or ())
     data = [field for field in fields if field["name"] not in partitioned]
     bounded = [field for field in data
                if isinstance(field["type"], str) and field["type"] not in _UNBOUNDED]
-    stats = _stats(adds, data, bounded)
+
+    def both(key, type_):  # a field of the JSON commits' adds, then of the checkpoint's
+        return pa.concat_arrays([pa.array([add.get(key) for add in adds], type_),
+                                 checkpointed.field(key).cast(type_)])
+
+    stats = _stats(both("stats", pa.string()), data, bounded)
     columns = {
-        "path": pa.array([add["path"] for add in adds], pa.string()),
-        "size_bytes": pa.array([add["size"] for add in adds], pa.int64()),
-        "modification_time": pa.array([add["modificationTime"] for add in adds], pa.int64()),
+        "path": both("path", pa.string()), "size_bytes": both("size", pa.int64()),
+        "modification_time": both("modificationTime", pa.int64()),
         "num_records": stats.field("numRecords"),
     }
     for key, prefix, named in (("nullCount", "null_count", data), ("minValues", "min", bounded),
@@ -127,8 +164,10 @@ def flattened(metadata, adds):
             columns[f"{prefix}.{field['name']}"] = struct.field(field["name"])
     for name in partitioned:
         type_ = _TYPES[next(field["type"] for field in fields if field["name"] == name)]
-        values = pa.array([(add.get("partitionValues") or {}).get(name) for add in adds],
-                          pa.string())
+        values = pa.concat_arrays([
+            pa.array([(add.get("partitionValues") or {}).get(name) for add in adds],
+                     pa.string()),
+            pc.map_lookup(checkpointed.field("partitionValues"), pa.scalar(name), "first")])
         try:
             columns[f"partition.{name}"] = values.cast(type_)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
@@ -141,21 +180,20 @@ def flattened(metadata, adds):
 _REQUIRED = {"path", "size_bytes", "modification_time"}
 
 
-def _stats(adds, data, bounded):
-    """The statistics of `adds` as one struct array (numRecords, nullCount, minValues,
-    maxValues), parsed by Arrow's JSON reader at the types of the table's schema: a number
-    from its text, a timestamp from its ISO 8601 text."""
+def _stats(texts, data, bounded):
+    """The statistics of the files whose add actions hold `texts` as one struct array
+    (numRecords, nullCount, minValues, maxValues), parsed by Arrow's JSON reader at the
+    types of the table's schema: a number from its text, a timestamp from its ISO 8601 text."""
     bounds = pa.struct([pa.field(field["name"], _TYPES[field["type"]]) for field in bounded])
     schema = pa.schema([
         pa.field("numRecords", pa.int64()),
         pa.field("nullCount", pa.struct([pa.field(f["name"], pa.int64()) for f in data])),
         pa.field("minValues", bounds), pa.field("maxValues", bounds)])
-    if not adds:
+    if not len(texts):
         return pa.StructArray.from_arrays([pa.array([], field.type) for field in schema],
                                           fields=list(schema))
-    text = "\n".join(add.get("stats") or "{}" for add in adds).encode()
+    text = "\n".join(texts.fill_null("{}").to_pylist()).encode()
     table = pa_json.read_json(io.BytesIO(text), parse_options=pa_json.ParseOptions(
         explicit_schema=schema, unexpected_field_behavior="ignore"))
     return pa.StructArray.from_arrays([table[name].combine_chunks() for name in schema.names],
                                       fields=list(schema))
-

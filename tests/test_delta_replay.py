@@ -62,7 +62,8 @@ def traces_file(number, rank):
                                             tzinfo=datetime.timezone.utc),
            "world_size": 8}
     return delta.DataFile(f"run=r/phase=train/rank={rank}/{number:016x}-00000.parquet",
-                          "r", "train", rank, 1, 7000 + number, row=row)
+                          "r", "train", rank, 1, 7000 + number, row=row,
+                          sha256=f"{number + 1:064x}")
 
 
 def test_a_table_past_its_checkpoints(tmp_path):
@@ -82,6 +83,8 @@ def test_a_table_past_its_checkpoints(tmp_path):
     assert (path / "_delta_log" / f"{100:020d}.checkpoint.parquet").exists()
     assert_same_actions(path, [1, 50, 99, 100, 101, 124, 125])
     assert delta.add_actions(path, 125).num_rows == len(files)
+    # the tags delta-rs does not give: from the checkpoint's and the commits' add actions
+    assert delta.recorded_hashes(path, 125) == {f.path: f.sha256 for f in files}
 
     mart = tmp_path / "mart"
     delta.create_table(mart, pa.schema([("run", pa.string()), ("n", pa.int64()),

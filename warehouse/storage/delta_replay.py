@@ -106,12 +106,12 @@ def _checkpoint_file(path, version):
     return log_dir(path) / f"{version:020d}.checkpoint.parquet"
 
 
-_ADD_FIELDS = [pa.field("path", pa.string()),
-               pa.field("partitionValues", pa.map_(pa.string(), pa.string())),
-               pa.field("size", pa.int64()), pa.field("modificationTime", pa.int64()),
-               pa.field("stats", pa.string()), pa.field("tags", pa.map_(pa.string(), pa.string()))]
-_NO_ADDS = pa.StructArray.from_arrays([pa.array([], f.type) for f in _ADD_FIELDS],
-                                      fields=_ADD_FIELDS)
+# What the replay reads of an add action (and of a checkpoint's, its maps)
+_ADD_FIELDS = [pa.field("path", pa.string()), pa.field("size", pa.int64()),
+               pa.field("modificationTime", pa.int64()), pa.field("stats", pa.string())]
+_MAPS = [pa.field(name, pa.map_(pa.string(), pa.string())) for name in ("partitionValues", "tags")]
+_NO_ADDS = pa.StructArray.from_arrays([pa.nulls(0, field.type) for field in _ADD_FIELDS + _MAPS],
+                                      fields=_ADD_FIELDS + _MAPS)
 
 
 def _checkpoint_adds(path, version, seen):
@@ -127,47 +127,50 @@ def _checkpoint_adds(path, version, seen):
     added = added.filter(added.is_valid())
     paths = added.field("path")
     if pc.any(pc.match_substring(paths, "%")).as_py():
-        paths = pa.array([unquote(name) for name in paths.to_pylist()], pa.string())
+        paths = _strings([unquote(name) for name in paths.to_pylist()])
     added = pa.StructArray.from_arrays(
-        [paths if field.name == "path" else added.field(field.name) for field in _ADD_FIELDS],
-        fields=_ADD_FIELDS)
+        [paths.cast(pa.string()), *(added.field(f.name).cast(f.type) for f in _ADD_FIELDS[1:]),
+         *(added.field(f.name).cast(f.type) for f in _MAPS)], fields=_ADD_FIELDS + _MAPS)
     if seen:
-        added = added.filter(pc.invert(pc.is_in(paths, value_set=pa.array(sorted(seen),
-                                                                           pa.string()))))
+        added = added.filter(pc.invert(pc.is_in(added.field("path"),
+                                                value_set=_strings(sorted(seen)))))
     return added, metadata
 
 
 def flattened(replayed):
     """delta-rs's flattened add actions of a table's live files (see the module's
     docstring)."""
-    metadata, adds, checkpointed = replayed.metadata, replayed.adds, replayed.checkpointed
-    fields = json.loads(metadata["schemaString"])["fields"]
-    partitioned = list(metadata.get("partitionColumns") or ())
+    adds, checkpointed = replayed.adds, replayed.checkpointed
+    fields = json.loads(replayed.metadata["schemaString"])["fields"]
+    partitioned = list(replayed.metadata.get("partitionColumns") or ())
     data = [field for field in fields if field["name"] not in partitioned]
     bounded = [field for field in data
                if isinstance(field["type"], str) and field["type"] not in _UNBOUNDED]
+    partition_fields = ([pa.field("partitionValues", pa.struct(
+        [pa.field(name, pa.string()) for name in partitioned]))] if partitioned else [])
+    committed = _from_json([{**{f.name: add.get(f.name) for f in _ADD_FIELDS},
+                             "partitionValues": add.get("partitionValues") or {}}
+                            for add in adds], [*_ADD_FIELDS, *partition_fields])
 
-    def both(key, type_):  # a field of the JSON commits' adds, then of the checkpoint's
-        return pa.concat_arrays([pa.array([add.get(key) for add in adds], type_),
-                                 checkpointed.field(key).cast(type_)])
+    def both(key):  # a field of the JSON commits' adds, then of the checkpoint's
+        return pa.concat_arrays([committed[key].combine_chunks(), checkpointed.field(key)])
 
-    stats = _stats(both("stats", pa.string()), data, bounded)
-    columns = {
-        "path": both("path", pa.string()), "size_bytes": both("size", pa.int64()),
-        "modification_time": both("modificationTime", pa.int64()),
-        "num_records": stats.field("numRecords"),
-    }
+    texts = both("stats").to_pylist()
+    stats = _stats("\n".join(text or "{}" for text in texts), data, bounded)
+    columns = {"path": both("path"), "size_bytes": both("size"),
+               "modification_time": both("modificationTime"),
+               "num_records": stats.field("numRecords")}
     for key, prefix, named in (("nullCount", "null_count", data), ("minValues", "min", bounded),
                                ("maxValues", "max", bounded)):
         struct = stats.field(key)
         for field in named:
             columns[f"{prefix}.{field['name']}"] = struct.field(field["name"])
-    for name in partitioned:
+    keys = _strings(partitioned)
+    for index, name in enumerate(partitioned):
         type_ = _TYPES[next(field["type"] for field in fields if field["name"] == name)]
         values = pa.concat_arrays([
-            pa.array([(add.get("partitionValues") or {}).get(name) for add in adds],
-                     pa.string()),
-            pc.map_lookup(checkpointed.field("partitionValues"), pa.scalar(name), "first")])
+            committed["partitionValues"].combine_chunks().field(name),
+            pc.map_lookup(checkpointed.field("partitionValues"), keys[index], "first")])
         try:
             columns[f"partition.{name}"] = values.cast(type_)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
@@ -180,20 +183,39 @@ def flattened(replayed):
 _REQUIRED = {"path", "size_bytes", "modification_time"}
 
 
-def _stats(texts, data, bounded):
-    """The statistics of the files whose add actions hold `texts` as one struct array
-    (numRecords, nullCount, minValues, maxValues), parsed by Arrow's JSON reader at the
-    types of the table's schema: a number from its text, a timestamp from its ISO 8601 text."""
+def _stats(text, data, bounded):
+    """The statistics of files, `text` their add actions' (a JSON object a line), as one
+    struct array (numRecords, nullCount, minValues, maxValues) parsed by Arrow's JSON reader
+    at the types of the table's schema: a number from its text, a timestamp from its ISO
+    8601 text."""
     bounds = pa.struct([pa.field(field["name"], _TYPES[field["type"]]) for field in bounded])
-    schema = pa.schema([
-        pa.field("numRecords", pa.int64()),
-        pa.field("nullCount", pa.struct([pa.field(f["name"], pa.int64()) for f in data])),
-        pa.field("minValues", bounds), pa.field("maxValues", bounds)])
-    if not len(texts):
-        return pa.StructArray.from_arrays([pa.array([], field.type) for field in schema],
-                                          fields=list(schema))
-    text = "\n".join(texts.fill_null("{}").to_pylist()).encode()
-    table = pa_json.read_json(io.BytesIO(text), parse_options=pa_json.ParseOptions(
-        explicit_schema=schema, unexpected_field_behavior="ignore"))
-    return pa.StructArray.from_arrays([table[name].combine_chunks() for name in schema.names],
-                                      fields=list(schema))
+    fields = [pa.field("numRecords", pa.int64()),
+              pa.field("nullCount", pa.struct([pa.field(f["name"], pa.int64()) for f in data])),
+              pa.field("minValues", bounds), pa.field("maxValues", bounds)]
+    table = _read_json(text, fields)
+    return pa.StructArray.from_arrays([table[f.name].combine_chunks() for f in fields],
+                                      fields=fields)
+
+
+def _strings(values):
+    """A string array of `values` (see _from_json)."""
+    return _from_json([{"v": value} for value in values], [pa.field("v", pa.string())])["v"] \
+        .combine_chunks()
+
+
+def _from_json(rows, fields):
+    """A table of `fields` holding `rows` (dicts), built by Arrow's JSON reader: pa.array
+    (or any other conversion of Python values) would first ask whether they are a pandas
+    object, importing pandas where it is installed (0.25-0.33 s; the `tracewh` command
+    hides it, a process of the Python API does not: see tracewh.entry)."""
+    return _read_json("\n".join(json.dumps(row, separators=(",", ":")) for row in rows),
+                      fields)
+
+
+def _read_json(text, fields):
+    """A table of `fields` of JSON objects, one a line of `text`."""
+    if not text:
+        return pa.Table.from_arrays([pa.nulls(0, field.type) for field in fields],
+                                    schema=pa.schema(fields))
+    return pa_json.read_json(io.BytesIO(text.encode()), parse_options=pa_json.ParseOptions(
+        explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore"))

@@ -1,14 +1,16 @@
 """Delta Lake tables: creating them, appending commits to their logs, reading their snapshots.
 
-Snapshots and checkpoints go through `deltalake` (delta-rs), imported where a table is first
-loaded. Commits are written here, as the protocol defines them: one `_delta_log/<version>.json`
-file of newline-delimited actions, created only if absent (so two writers can never both win a
-version): a link on a local disk, a conditional put on an object store (see `storage`). A
-table's creation is such a commit too, its version 0 (the protocol and metaData actions that
-delta-rs writes: see `delta_schema`), and so is a mart's new schema: creating the tables of
-a new warehouse through delta-rs kept its ~55 MB of pages in the command from the start of
-its first ingest, through the decode and the measures, where it reads no table. delta-rs's own
-commit (`create_write_transaction`) loads the table's whole file list first and checks it for
+A table's live files at a version (`add_actions`) are replayed from its log by tracewh (see
+`delta_replay`: the last checkpoint's Parquet, then the JSON commits after it), as delta-rs's
+flattened add actions; delta-rs (`deltalake`, ~50-65 MB of a command's pages) is imported
+only where it is needed: to write a checkpoint, to read a table's transaction versions
+(`batch`), and in maintenance (`open_table`). Commits are written here, as the protocol
+defines them: one `_delta_log/<version>.json` file of newline-delimited actions, created
+only if absent (so two writers can never both win a version): a link on a local disk, a
+conditional put on an object store (see `storage`). A table's creation is such a commit
+too, its version 0 (the protocol and metaData actions that delta-rs writes: see
+`delta_schema`), and so is a mart's new schema. delta-rs's own commit
+(`create_write_transaction`) loads the table's whole file list first and checks it for
 conflicts: 70 ms per table at 8,000 files, 0.9 s per trace for 13 tables, where this costs
 about a millisecond whatever the table holds. tracewh's writers are serialised by the
 warehouse lock, so there is nothing to check; a version taken by someone else is an error.
@@ -405,9 +407,10 @@ def row_table(path, version, schema):
 
 
 def add_actions(path, version, runs=None):
-    """The table's add actions at `version`, flattened, of some runs only (chosen in Arrow).
-    They are kept with the loaded table: a query lists the files, and counts their rows
-    (`integrity`), from the same actions (~20 ms a table at 8,000 files)."""
+    """The table's add actions at `version`, flattened as delta-rs flattens them (see
+    delta_replay), of some runs only (chosen in Arrow). The last version read of each table
+    is kept: a query lists the files, and counts their rows (`integrity`), from the same
+    actions (~70 ms a table at 8,000 files past a checkpoint, as delta-rs's load)."""
     if isinstance(runs, str):
         raise TypeError("runs is a collection of run names, not one name")
     actions = _kept(path, version)

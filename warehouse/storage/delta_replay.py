@@ -1,9 +1,9 @@
 """A Delta table's live files at a version, replayed from its log with pyarrow alone: its
-checkpoint's `add`/`remove` columns, then the JSON commits after it. What `delta.add_actions`
-gives its readers, as delta-rs's `get_add_actions(flatten=True)` gives it (the same columns,
-names, types and row order), without importing delta-rs: its library and runtime were ~50-65 MB
-of a command's pages, taken at an ingest's first commit and kept through its refresh, where
-the command peaks.
+last checkpoint's `add` and `metaData` columns, then the JSON commits after it. What
+`delta.add_actions` gives its readers, as delta-rs's `get_add_actions(flatten=True)` gives it
+(the same columns, names, types and row order), without importing delta-rs: its library and
+runtime were ~50-65 MB of a command's pages, taken at an ingest's first commit and kept
+through its refresh, where the command peaks.
 
 The columns: path (decoded), size_bytes, modification_time, num_records, then of every column
 of the table's schema but its partition columns, null_count.<column>, min.<column> and
@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from .delta_log import CHECKPOINT_INTERVAL, actions, commit_file, exists, last_checkpoint, log_dir
-from .delta_log import read_bytes
+from .delta_log import (CHECKPOINT_INTERVAL, actions, commit_file, exists, last_checkpoint, log_dir,
+                        read_bytes)
 from ..errors import WarehouseError
 
 # Delta's primitive types, as delta-rs types their statistics and partition values

@@ -1,14 +1,16 @@
 """Delta Lake tables: creating them, appending commits to their logs, reading their snapshots.
 
-Snapshots and checkpoints go through `deltalake` (delta-rs), imported where a table is first
-loaded. Commits are written here, as the protocol defines them: one `_delta_log/<version>.json`
-file of newline-delimited actions, created only if absent (so two writers can never both win a
-version): a link on a local disk, a conditional put on an object store (see `storage`). A
-table's creation is such a commit too, its version 0 (the protocol and metaData actions that
-delta-rs writes: see `delta_schema`), and so is a mart's new schema: creating the tables of
-a new warehouse through delta-rs kept its ~55 MB of pages in the command from the start of
-its first ingest, through the decode and the measures, where it reads no table. delta-rs's own
-commit (`create_write_transaction`) loads the table's whole file list first and checks it for
+A table's live files at a version (`add_actions`) are replayed from its log by tracewh (see
+`delta_replay`: the last checkpoint's Parquet, then the JSON commits after it), as delta-rs's
+flattened add actions; delta-rs (`deltalake`, ~50-65 MB of a command's pages) is imported
+only where it is needed: to write a checkpoint, to read a table's transaction versions
+(`batch`), and in maintenance (`open_table`). Commits are written here, as the protocol
+defines them: one `_delta_log/<version>.json` file of newline-delimited actions, created
+only if absent (so two writers can never both win a version): a link on a local disk, a
+conditional put on an object store (see `storage`). A table's creation is such a commit
+too, its version 0 (the protocol and metaData actions that delta-rs writes: see
+`delta_schema`), and so is a mart's new schema. delta-rs's own commit
+(`create_write_transaction`) loads the table's whole file list first and checks it for
 conflicts: 70 ms per table at 8,000 files, 0.9 s per trace for 13 tables, where this costs
 about a millisecond whatever the table holds. tracewh's writers are serialised by the
 warehouse lock, so there is nothing to check; a version taken by someone else is an error.
@@ -36,10 +38,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import storage
+from . import delta_replay
 from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_problem, check_commits,
                         commit_file, commit_info, first_replayed, is_table, last_checkpoint,
                         latest_version, size_problem)
-from .delta_log import exists as _exists, log_dir as _log, read_bytes as _read
+from .delta_log import actions as _actions, exists as _exists, log_dir as _log, read_bytes as _read
 from .delta_schema import PROTOCOL, metadata_action, same_table
 from ..errors import WarehouseError
 from .layout import trace_id_of
@@ -177,27 +180,10 @@ def recorded_hashes(path, version):
 
 
 def _live_adds(path, version):
-    """{path: its add action} of the files live at `version`, from the log itself (its
-    checkpoint, then the JSON commits after it), in plain Python: a file's path as its
-    add action wrote it, decoded; a checkpoint's maps (partitionValues, tags) as dicts."""
-    checkpoint = last_checkpoint(path)
-    live, first = {}, 0
-    checkpoint_file = _log(path) / f"{checkpoint:020d}.checkpoint.parquet"
-    if checkpoint <= version and _exists(checkpoint_file):
-        added = pq.read_table(pa.BufferReader(_read(checkpoint_file)), columns=["add"])["add"]
-        for add in added.to_pylist():
-            if add is not None:
-                live[unquote(add["path"])] = {
-                    **add, "partitionValues": dict(add.get("partitionValues") or ()),
-                    "tags": dict(add.get("tags") or ())}
-        first = checkpoint + 1
-    for number in range(first, version + 1):
-        for action in _actions(path, number):
-            if "remove" in action:
-                live.pop(unquote(action["remove"]["path"]), None)
-            elif "add" in action:
-                live[unquote(action["add"]["path"])] = action["add"]
-    return live
+    """{path: its add action} of the files live at `version`, from the log itself (see
+    delta_replay.replay), in plain Python: a file's path decoded; a checkpoint's maps
+    (partitionValues, tags) as dicts."""
+    return {add["path"]: add for add in delta_replay.replay(path, version).as_dicts()}
 
 
 def changed_files(path, version, runs=None, read=False):
@@ -326,24 +312,33 @@ def checkpoint(path, version):
     open_table(path, version).create_checkpoint()
 
 
-def load(path, version):
-    """The table at `version`. The last version loaded of each table is kept: a command
-    reads `traces` for its runs and again for the snapshot's files, an ingest reads it at
-    every commit (a load costs ~70 ms at 8,000 files; delta-rs's incremental update cost
-    as much, measured)."""
-    return _kept(path, version)[1]
-
-
 def _kept(path, version):
-    """_LOADED's entry of the table at `version`, loaded if it is not the one kept: once,
-    where two threads ask at once (a refresh's marts and `tracewh.duckdb` both read
-    `traces`: its log replayed twice on the two cores was ~0.03 s of a small run's refresh)."""
+    """The flattened add actions of the table at `version` (see add_actions), replayed if
+    they are not those kept: once, where two threads ask at once (a refresh's marts and
+    `tracewh.duckdb` both read `traces`: its log replayed twice on the two cores was ~0.03 s
+    of a small run's refresh). A command reads `traces` for its runs and again for the
+    snapshot's files, an ingest at every commit."""
     key = (version, creation_mark(path))
     with _loading(path):
         kept = _LOADED.get(str(path))
         if kept is None or kept[0] != key:
-            kept = _LOADED[str(path)] = [key, open_table(path, version), None]
-    return kept
+            kept = _LOADED[str(path)] = (key, _replayed(path, version))
+    return kept[1]
+
+
+def _replayed(path, version):
+    """The flattened add actions of the table at `version`, from its log (see
+    delta_replay), checked as open_table checks what delta-rs loads: an emptied commit file
+    is DamagedLog, not a commit of no actions; a partition value Delta cannot read, or any
+    other log delta-rs would refuse, is one WarehouseError line."""
+    check_commits(path, first_replayed(path, version), version)
+    try:
+        return delta_replay.flattened(delta_replay.replay(path, version))
+    except (delta_replay.UnparsablePartition, pa.ArrowInvalid, KeyError, TypeError) as error:
+        problem = f"{type(error).__name__}: {error}".splitlines()[0]
+    _refuse_unreadable(path, version)
+    raise WarehouseError(f"{path}: cannot read version {version} of the Delta table "
+                         f"({problem})")
 
 
 def _loading(path):
@@ -351,8 +346,8 @@ def _loading(path):
     return _LOADING.setdefault(str(path), threading.Lock())  # setdefault: atomic
 
 
-# {table path: [(version, creation mark), DeltaTable, its add actions flattened or None]}:
-# the last version this process loaded.
+# {table path: ((version, creation mark), its add actions flattened)}: the last version this
+# process read.
 _LOADED = {}
 _LOADING = {}  # {table path: threading.Lock}
 # a forked worker starts with none held (a lock that another thread held at the fork would
@@ -412,19 +407,13 @@ def row_table(path, version, schema):
 
 
 def add_actions(path, version, runs=None):
-    """The table's add actions at `version`, flattened, of some runs only (chosen in Arrow).
-    They are kept with the loaded table: a query lists the files, and counts their rows
-    (`integrity`), from the same actions (~20 ms a table at 8,000 files)."""
+    """The table's add actions at `version`, flattened as delta-rs flattens them (see
+    delta_replay), of some runs only (chosen in Arrow). The last version read of each table
+    is kept: a query lists the files, and counts their rows (`integrity`), from the same
+    actions (~70 ms a table at 8,000 files past a checkpoint, as delta-rs's load)."""
     if isinstance(runs, str):
         raise TypeError("runs is a collection of run names, not one name")
-    kept = _kept(path, version)
-    with _loading(path):
-        if kept[2] is None:
-            # read as an Arrow stream: pa.table() would first ask whether it is a pandas
-            # DataFrame, importing pandas where it is installed (0.4-0.6 s of every command)
-            kept[2] = pa.RecordBatchReader.from_stream(
-                kept[1].get_add_actions(flatten=True)).read_all()
-    actions = kept[2]
+    actions = _kept(path, version)
     if runs is not None:
         actions = actions.filter(pc.is_in(actions["partition.run"],
                                           value_set=pa.array(sorted(runs), pa.string())))
@@ -488,18 +477,23 @@ def open_table(path, version=None):
         return DeltaTable(str(path), version=version,
                           storage_options=storage.of(storage.location(path)).delta_options())
     except DeltaError as error:
-        check_commits(path, first, last, read="all")
-        unreadable = unreadable_files(path, last)
-        if unreadable:
-            bad = unreadable[0]
-            raise WarehouseError(
-                f"table {storage.location(path).name} ({path}): its version {bad.version} added a file "
-                f"with {bad.column} {bad.value!r}, a partition value Delta cannot read (an "
-                f"earlier tracewh did not check ranks): `tracewh repair` removes the traces "
-                "filed under it and says which files to ingest again") from None
         problem = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise WarehouseError(f"{path}: cannot read version {last} of the Delta table "
-                             f"({problem})") from None
+    _refuse_unreadable(path, last)
+    raise WarehouseError(f"{path}: cannot read version {last} of the Delta table ({problem})")
+
+
+def _refuse_unreadable(path, version):
+    """Where a table's version could not be read: DamagedLog for a commit that is not JSON
+    lines, a WarehouseError naming a live file with a partition value Delta cannot read."""
+    check_commits(path, first_replayed(path, version), version, read="all")
+    unreadable = unreadable_files(path, version)
+    if unreadable:
+        bad = unreadable[0]
+        raise WarehouseError(
+            f"table {storage.location(path).name} ({path}): its version {bad.version} added a "
+            f"file with {bad.column} {bad.value!r}, a partition value Delta cannot read (an "
+            f"earlier tracewh did not check ranks): `tracewh repair` removes the traces "
+            "filed under it and says which files to ingest again")
 
 
 def unreadable_files(path, version=None):
@@ -523,19 +517,6 @@ def unreadable_files(path, version=None):
                     live[unquote(add["path"])] = UnreadableFile(number, add["path"], values,
                                                                 *found)
     return list(live.values())
-
-
-def _actions(path, version):
-    """The actions of a JSON commit; none when it is gone (log cleanup: a checkpoint holds
-    it). DamagedLog when it is not JSON lines."""
-    try:
-        lines = _read(commit_file(path, version)).decode().splitlines()
-    except FileNotFoundError:
-        return []
-    try:
-        return [json.loads(line) for line in lines]
-    except ValueError:
-        raise DamagedLog(path, version, "cut or corrupt (not JSON lines)") from None
 
 
 def _unparsable(values):

@@ -56,6 +56,23 @@ def commit_info(path, version):
     return {}
 
 
+def actions(path, version):
+    """The actions of a JSON commit; none when it is gone (log cleanup: a checkpoint holds
+    it). DamagedLog naming its first line that is not JSON."""
+    try:
+        lines = read_bytes(commit_file(path, version)).decode().splitlines()
+    except FileNotFoundError:
+        return []
+    found = []
+    for number, line in enumerate(lines, 1):
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            raise DamagedLog(path, version, f"cut or corrupt (line {number} is not "
+                                            "JSON)") from None
+    return found
+
+
 def commit_file(path, version):
     return log_dir(path) / f"{version:020d}.json"
 

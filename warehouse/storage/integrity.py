@@ -2,7 +2,7 @@
 file deleted, a log file emptied or cut), found from the Delta logs alone and reported in
 one line that says how to recover.
 
-A damaged commit file is found where its table is loaded (`delta.load`). What no file shows
+A damaged commit file is found where its table is read (`delta.add_actions`). What no file shows
 is found by counting: every event of a trace lands in exactly one event table, and its
 `traces` row counts them (`events`), while each data file's add action records its rows
 (`numRecords`): a log that lost actions, or a checkpoint that misses files, disagrees.

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
+from tracewh.allocator import release_freed_memory
 from tracewh.storage.catalog import StagedTrace
 from tracewh.errors import TraceError, TracewhError, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
 from tracewh.rules import default_rules
 
 from . import call_tree, critical_path, identity, ops, reader, steps, windows
-from .allocator import release_freed_memory
 from .jobs import JobSignature, first_start
 from .metadata import base_time_ns, decode_metadata, device_rows, trace_row
 from .decoder import normalize

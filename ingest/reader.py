@@ -55,7 +55,7 @@ WHITESPACE_RUN = 1 << 20
 FIRST_BLOCK_SIZE = 4 << 20
 # A block is read in pieces of this size, each appended to the buffer as it comes: a whole
 # block read at once was 16 MB more of the ingest's command, which keeps its heap's peak
-# (`allocator`) while its workers decode and measure.
+# (`tracewh.allocator`) while its workers decode and measure.
 PIECE_SIZE = 1 << 20
 _WHITESPACE = b" \t\r\n"
 _OBJECT_PREFIX = b'{"traceEvents":['

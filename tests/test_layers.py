@@ -12,7 +12,7 @@ from .conftest import ROOT
 PACKAGES = {"warehouse": "tracewh", "ingest": "tracewh.ingest"}
 # The base: the warehouse's contracts, which import nothing of tracewh but each other.
 BASE = {"tracewh.storage.schema", "tracewh.storage.layout", "tracewh.storage.parquet",
-        "tracewh.storage.names", "tracewh.errors"}
+        "tracewh.storage.names", "tracewh.errors", "tracewh.allocator"}
 # What the ingest builds on, besides the base: the kernel rules it classifies by, the
 # catalog's StagedTrace, what it hands the commit, the batch commit of an engine's
 # workers' files (storage.batch), which they write into the warehouse themselves, and the

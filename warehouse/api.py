@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tracewh.ingest.allocator import keep_freed_memory
+from .allocator import keep_freed_memory
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.reader import MAX_EVENT_SIZE
 

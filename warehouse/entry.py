@@ -7,7 +7,7 @@ settings of the process that must come before pyarrow is imported, then the clic
   C++ (compute kernels, the Parquet reader's buffers). mimalloc keeps the pages it frees to
   itself: the ingest's numpy arrays could not reuse what its Arrow columns freed, and it held
   ~2.5x the bytes Arrow had allocated when the staged parts were read back. With one heap,
-  whose freed memory the ingest keeps for reuse (`tracewh.ingest.allocator`), the peak RSS of
+  whose freed memory the ingest keeps for reuse (`tracewh.allocator`), the peak RSS of
   ingesting the 254 MB trace went from ~450 to ~340 MiB (worker) and ~350 to ~280 MiB
   (parent), at no cost in time (`make bench`).
 - pandas cannot be imported. pyarrow looks for it at its first conversion of Python values

@@ -13,7 +13,7 @@ allocated.
 `arena.<MALLCTL_ARENAS_ALL>.purge`: what DuckDB's own flush does after a deallocation larger
 than its `allocator_bulk_deallocation_flush_threshold`; lowering that setting to zero purged
 after every bulk free, and took 0.5 s more CPU in that refresh), and the C heap's free pages
-with it (glibc's, where pyarrow and numpy allocate, see `tracewh.ingest.allocator`). Where
+with it (glibc's, where pyarrow and numpy allocate, see `tracewh.allocator`). Where
 DuckDB has no such allocator (its macOS and Windows builds), only the C heap's.
 """
 
@@ -21,7 +21,7 @@ import ctypes
 import functools
 import sys
 
-from ..ingest.allocator import release_freed_memory
+from ..allocator import release_freed_memory
 
 MALLCTL_ARENAS_ALL = 4096  # jemalloc's arena index meaning every arena
 PURGE_ALL = f"arena.{MALLCTL_ARENAS_ALL}.purge".encode()

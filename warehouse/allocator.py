@@ -7,7 +7,8 @@ of them. On the 2-core VMs tracewh is benchmarked on a fault costs 2-5 µs: inge
 trace took 400k faults, 1.7 s of system time out of 8.7 s of CPU. Raising the mmap and trim
 thresholds keeps the memory for the next chunk: about half the faults and system time go away,
 at the price of the process holding its peak heap until it exits (an ingest is short-lived).
-A no-op where the C library is not glibc.
+A no-op where the C library is not glibc. In the package's base: the ingest gives its heap
+back between its phases, and the refresh too (`tracewh.query.engine_memory`).
 """
 
 import ctypes

@@ -552,10 +552,7 @@ class _WritesBehind:
 
     def call(self, function, *arguments):
         self.wait()
-        if self.pool is None:
-            function(*arguments)
-        else:
-            self.pending = self.pool.submit(function, *arguments)
+        self.pending = _in_thread(self.pool, function, *arguments)
 
     def wait(self):
         """Wait for the call in flight; raise its error. Interrupted (Ctrl-C), the call is

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from . import ops
-from .ops import _Order, _array, _dictionary, _matching, _stack, _tree, _unified
+from .ops import _Order, _array, _dictionary, _matching, _stack, _tree
 from .keyed import contiguous
 from .writer import repeated_text, with_dictionaries
 

@@ -25,7 +25,7 @@ from tracewh.derived import marts
 from tracewh.storage.catalog import Catalog
 from tracewh.derived import DONE_FILE, mark_for_recompute, refresh_derived
 from tracewh.storage.layout import MARTS_DIR
-from tracewh.query.library import is_internal, modules_read_by
+from tracewh.query.library import modules_read_by
 from tracewh.derived.duckdb_file import FILE_NAME
 from tracewh.derived.marts import MARTS, mart_path
 

@@ -35,14 +35,13 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .. import storage
 from . import delta_replay
 from .delta_log import (CHECKPOINT_INTERVAL, LOG_DIR, DamagedLog, changed_problem, check_commits,
                         commit_file, commit_info, first_replayed, is_table, last_checkpoint,
                         latest_version, size_problem)
-from .delta_log import actions as _actions, exists as _exists, log_dir as _log, read_bytes as _read
+from .delta_log import actions as _actions, exists as _exists, log_dir as _log
 from .delta_schema import PROTOCOL, metadata_action, same_table
 from ..errors import WarehouseError
 from .layout import trace_id_of

@@ -248,37 +248,48 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
         needed = {name: plan for name, plan in plans.items() if plan.needed}
         computed = {name: [] for name in needed}
         ordered = sorted(runs)
-        batches = [ordered[i:i + RUNS_AT_ONCE] for i in range(0, len(ordered), RUNS_AT_ONCE)]
-        for batch in batches or [[]]:  # no run to compute (only runs to drop): empty rows
-            listed = _files_since(catalog, since, snapshot, batch, held.oldest)
-            for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
-                                       listed, library).items():
-                computed[name].append(rows)
-    def commit(name):
-        # the rows of the runs any mart recomputes: this mart keeps those of its own (a
-        # filter copies every row: only where some go). The rows are held as dictionaries
-        # from here on, the plain ones let go: the critical_path mart of one 254 MB trace is
-        # 89 MB of text held three times over, the commit's peak of memory.
-        plan, rows = needed[name], pa.concat_tables(computed.pop(name))
-        kept = pc.is_in(rows["run"], value_set=pa.array(sorted(plan.recompute), pa.string()))
-        if not pc.all(kept).as_py():
-            rows = rows.filter(kept)
-        schema = rows.schema
-        rows = rows.cast(_text_as_dictionaries(schema))
-        return _commit(mart_path(catalog.root, name), plan, rows, schema,
-                       {"seq": snapshot.seq, "fingerprint": fingerprint})
+        # no run to compute (only runs to drop): one batch of empty rows
+        batches = [ordered[i:i + RUNS_AT_ONCE]
+                   for i in range(0, len(ordered), RUNS_AT_ONCE)] or [[]]
 
-    # each mart's commit syncs a file or two (0.27 s of a small run's refresh one after the
-    # other, on a loaded machine): the marts are separate tables, committed at once
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        files.update(zip(needed, pool.map(commit, needed)))
+        def commit(name):
+            # the rows of the runs any mart recomputes: this mart keeps those of its own (a
+            # filter copies every row: only where some go). The rows are held as
+            # dictionaries from here on, the plain ones let go: the critical_path mart of one
+            # 254 MB trace is 89 MB of text held three times over, the commit's peak of
+            # memory.
+            plan, rows = needed[name], pa.concat_tables(computed.pop(name))
+            kept = pc.is_in(rows["run"],
+                            value_set=pa.array(sorted(plan.recompute), pa.string()))
+            if not pc.all(kept).as_py():
+                rows = rows.filter(kept)
+            schema = rows.schema
+            rows = rows.cast(_text_as_dictionaries(schema))
+            return _commit(mart_path(catalog.root, name), plan, rows, schema,
+                           {"seq": snapshot.seq, "fingerprint": fingerprint})
+
+        # each mart's commit syncs a file or two (0.27 s of a small run's refresh one after
+        # the other, on a loaded machine): the marts are separate tables, each committed as
+        # soon as its last batch's rows are computed, while the next marts' questions run
+        # (~0.03 s of a small run's ~0.3 s refresh no longer after them)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            committed = {}
+            for index, batch in enumerate(batches):
+                listed = _files_since(catalog, since, snapshot, batch, held.oldest)
+                for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
+                                           listed, library):
+                    computed[name].append(rows)
+                    if index == len(batches) - 1:
+                        committed[name] = pool.submit(commit, name)
+            files.update({name: future.result() for name, future in committed.items()})
     give_back_freed_memory()  # the rows committed, not under tracewh.duckdb's last steps
     return MartsRefresh(sorted(runs), len(needed), files)
 
 
 def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library=None):
-    """{mart: its view's rows of `runs`}, for each of `marts`, on one connection. `listed`:
-    the files of `runs` when known already (see _files_since); `library`: a _LibraryBeside."""
+    """(mart, its view's rows of `runs`) for each of `marts`, as each is computed, on one
+    connection. `listed`: the files of `runs` when known already (see _files_since);
+    `library`: a _LibraryBeside."""
     tables = tables_read_by(*MARTS, "capture_spans")
     small = sum(events[run] for run in runs) <= IN_MEMORY_EVENTS
     live = live_helpers(snapshot, rules)
@@ -289,13 +300,16 @@ def _compute(catalog, snapshot, rules, runs, events, marts, listed=None, library
         with attached as connection:
             if small:
                 _compute_once(connection, SHARED, live, temporary=True)
-            return {name: _rows(connection, name, live) for name in marts}
+            for name in marts:
+                yield name, _rows(connection, name, live)
+            return
     with connect(catalog, snapshot, rules, runs=set(runs), tables=tables,
                  modules=modules_read_by(*MARTS, "capture_spans"),
                  copied=copied) as connection:
         if small:
             _compute_once(connection, SHARED, live)
-        return {name: _rows(connection, name, live) for name in marts}
+        for name in marts:
+            yield name, _rows(connection, name, live)
 
 
 def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=None,

@@ -709,8 +709,9 @@ class Catalog:
         """Create every table (empty ones too: readers need a table to read), then the first
         pointer."""
         traces = self.table_path(TRACES)
-        if delta.is_table(traces) and self.snapshot() is not EMPTY_SNAPSHOT:
-            missing = [name for name in TABLES if name not in self.snapshot().versions]
+        snapshot = self.snapshot() if delta.is_table(traces) else EMPTY_SNAPSHOT
+        if snapshot is not EMPTY_SNAPSHOT:
+            missing = [name for name in TABLES if name not in snapshot.versions]
             if missing:  # its older traces have no rows there: adding the tables would lie
                 raise WarehouseError(
                     f"{printable(self.root)}: this warehouse was made before the tables "

@@ -61,7 +61,7 @@ def normalize(data, trace_id, first_event=0, redact_secrets=False):
     none compacted either (and invalid JSON goes to the reference, which redacts itself)."""
     if native_available():
         secrets = 0
-        text = bytes(data)
+        text = data  # bytes or bytearray, read by the core as they are (no copy)
         if redact_secrets and _decode.has_secret_anchor(text):  # as the reference does first
             if b"--" in text:
                 text = msgspec.json.format(text, indent=-1)
@@ -80,7 +80,7 @@ def normalize_native(data, trace_id, first_event=0):
     its (ph, cat) pair and gathers each table's columns; the few distinct pairs are routed
     here (`_plan`), by the reference's rules."""
     warnings = Counter()
-    decoded = _decode.decode_tables(bytes(data), first_event,
+    decoded = _decode.decode_tables(data, first_event,
                                     lambda pairs: _plan(pairs, warnings))
     if decoded is None:
         return None

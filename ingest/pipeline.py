@@ -108,6 +108,21 @@ def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secret
     """Normalise the file's chunk number `index` into `files` (PartFiles). Problems are
     raised as TraceError, with the file's event index or byte offset; an unconfirmed chunk
     that is not what its cut promised raises UnconfirmedChunk (see `reader`)."""
+    result = _normalized(path, chunk, trace_id, redact_secrets)
+    check_unconfirmed(chunk, result.events)
+    tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
+    for name, table in tables.items():
+        files.write(name, table)
+    rows = {name: table.num_rows for name, table in tables.items()}
+    kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
+    return ChunkSummary(index, files.part, rows, result.events, result.warnings, kernels,
+                        first_start(tables), result.secrets)
+
+
+def _normalized(path, chunk, trace_id, redact_secrets):
+    """The chunk's ChunkResult, its problems raised as `process_chunk` says. Its bytes are
+    let go on return, before the tables are written: held through the writes, they were as
+    much memory again as the chunk in each lane."""
     data = chunk.load(path)
     try:
         result = normalize(data, trace_id, chunk.first_event, redact_secrets)
@@ -134,14 +149,7 @@ def process_chunk(path, chunk, index, trace_id, files, base_guess, redact_secret
     except MemoryError:
         raise TraceError(path, f"out of memory decoding the {chunk.length:,} bytes of events "
                                f"at byte {chunk.offset}") from None
-    check_unconfirmed(chunk, result.events)
-    tables = {name: shift_times(table, base_guess) for name, table in result.tables.items()}
-    for name, table in tables.items():
-        files.write(name, table)
-    rows = {name: table.num_rows for name, table in tables.items()}
-    kernels = summarize_chunk(tables["kernels"]) if "kernels" in tables else None
-    return ChunkSummary(index, files.part, rows, result.events, result.warnings, kernels,
-                        first_start(tables), result.secrets)
+    return result
 
 
 def normalize_in_lane(chunks, path, trace_id, staging, base_guess, redact_secrets):

@@ -15,6 +15,7 @@ mod numbers;
 mod tables;
 mod tree;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -125,14 +126,39 @@ fn to_dict(py: Python<'_>, events: Events) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
+/// The bytes of an object with the buffer protocol (bytes, or the bytearray a chunk is read
+/// into), held without a copy: copying a 16 MB chunk into a bytes object held as much memory
+/// again in each lane while it was decoded. The view holds the object, and a bytearray whose
+/// buffer is exported cannot be resized, so the bytes stay put while the GIL is released.
+struct Bytes(PyBuffer<u8>);
+
+impl Bytes {
+    fn of(data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let view = PyBuffer::<u8>::get(data)?;
+        if !view.is_c_contiguous() {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "the bytes must be contiguous",
+            ));
+        }
+        Ok(Self(view))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: a contiguous buffer of len_bytes u8 (checked above), alive and unmoved while
+        // the view lives; nothing writes into it while it is read (the caller's chunk).
+        unsafe { std::slice::from_raw_parts(self.0.buf_ptr() as *const u8, self.0.len_bytes()) }
+    }
+}
+
 /// Decode a JSON array of trace events (bytes) into a dict of column buffers, or None when
 /// the Python reference must decode it (see `decode`).
 #[pyfunction]
 fn decode_events<'py>(
     py: Python<'py>,
-    data: &Bound<'py, PyBytes>,
+    data: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let bytes = data.as_bytes();
+    let data = Bytes::of(data)?;
+    let bytes = data.as_slice();
     match py.allow_threads(|| decode::decode(bytes)) {
         Ok(events) => to_dict(py, events).map(Some),
         Err(json::Unsupported) => Ok(None),
@@ -140,7 +166,7 @@ fn decode_events<'py>(
 }
 
 /// The chunk's tables: `decode_tables(data, first_event, plan)` decodes the JSON array of
-/// events `data`, calls `plan` with its distinct (ph, cat or None, events, events holding
+/// events `data` (bytes or bytearray), calls `plan` with its distinct (ph, cat or None, events, events holding
 /// [dur, id, bp, s]) pairs, which returns for each table (name, the pairs' codes, the category
 /// of each, [(Arrow type, [core column, ...]), ...]) or None to decline, and returns
 /// (events, [(name, rows, [column buffers, ...]), ...]); None where the reference must decode
@@ -148,11 +174,12 @@ fn decode_events<'py>(
 #[pyfunction]
 fn decode_tables<'py>(
     py: Python<'py>,
-    data: &Bound<'py, PyBytes>,
+    data: &Bound<'py, PyAny>,
     first_event: i64,
     plan: &Bound<'py, PyAny>,
 ) -> PyResult<Option<(usize, Bound<'py, PyList>)>> {
-    let bytes = data.as_bytes();
+    let data = Bytes::of(data)?;
+    let bytes = data.as_slice();
     let Ok(events) = py.allow_threads(|| decode::decode(bytes)) else {
         return Ok(None);
     };
@@ -232,11 +259,13 @@ fn best_edges<'py>(
     }
 }
 
-/// Whether the JSON text `data` holds an anchor of a secret rule (ingest/secrets.py).
+/// Whether the JSON text `data` (bytes or bytearray) holds an anchor of a secret rule
+/// (ingest/secrets.py).
 #[pyfunction]
-fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyBytes>) -> bool {
-    let bytes = data.as_bytes();
-    py.allow_threads(|| anchors::has_anchor(bytes))
+fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<bool> {
+    let data = Bytes::of(data)?;
+    let bytes = data.as_slice();
+    Ok(py.allow_threads(|| anchors::has_anchor(bytes)))
 }
 
 #[pymodule]

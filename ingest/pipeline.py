@@ -45,14 +45,16 @@ from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged,
 
 HASH_FIRST_LIMIT = 64 << 20
 # A file whose chunks are decoded in this process (by the command's lanes or the worker
-# process staging it) is read in blocks this many times smaller than the reader's BLOCK_SIZE,
-# which chunks sent to a cluster's tasks keep (each chunk there is a task to schedule and a
-# PUT per large table). Each chunk in flight is held several times over while a lane decodes
-# it (its bytes, the core's columns, its tables), beside the block the reader holds to cut
-# it: with two lanes, 16 MB blocks held 115 MB of heap while the 254 MB trace's chunks were
-# staged, 8 MB blocks 65 MB (the command's peak over them 244-249 -> 194-195 MB), for ~1.5%
-# more CPU in its ingest (twice the row groups written and summarised: ~0.06 s of ~4.4 s).
-LOCAL_BLOCK_DIVISOR = 2
+# process staging it) is read in blocks of this size, at most the reader's BLOCK_SIZE, which
+# chunks sent to a cluster's tasks keep (each chunk there is a task to schedule and a PUT per
+# large table). Each chunk in flight is held several times over while a lane decodes it (its
+# bytes, the core's columns, its tables), beside the block the reader holds to cut it: with
+# two lanes, the command's peak while the 254 MB trace's chunks were staged was 244-249 MB
+# at 16 MB, 220 MB at 12 MB and 195-197 MB at 8 MB; but each block less is a row group more
+# per table, and at 8 MB the measures after the chunks, reading twice the row groups (and
+# their dictionaries), took ~0.06 s more CPU and up to 15 MB more memory. At 12 MB they are
+# as at 16.
+LOCAL_BLOCK_SIZE = 12 << 20
 
 
 @dataclass
@@ -674,9 +676,9 @@ def open_reader(trace_file, path, options, confirm_cuts, elsewhere):
     by the process that normalises them), a compressed one's with their bytes; an
     uncompressed object's by reference only when other processes normalise them
     (`elsewhere`), each with a ranged GET: here, the bytes streamed are used, not fetched
-    again. Blocks are smaller when the chunks are decoded here (LOCAL_BLOCK_DIVISOR)."""
+    again. Blocks are smaller when the chunks are decoded here (LOCAL_BLOCK_SIZE)."""
     plain = not trace_file.compressed
-    block_size = reader.BLOCK_SIZE if elsewhere else reader.BLOCK_SIZE // LOCAL_BLOCK_DIVISOR
+    block_size = reader.BLOCK_SIZE if elsewhere else min(reader.BLOCK_SIZE, LOCAL_BLOCK_SIZE)
     return TraceReader(trace_file.stream, path, block_size=block_size,
                        by_reference=plain and (elsewhere or not is_object(path)),
                        confirm_cuts=confirm_cuts, max_event_size=options.max_event_size,

@@ -26,12 +26,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracewh.allocator import release_freed_memory
 from tracewh.storage.schema import TABLES
 
 from . import ops
 from .ops import _Order, _array, _dictionary, _matching, _stack, _tree
 from .keyed import contiguous
-from .writer import repeated_text, with_dictionaries
+from .writer import read_staged, repeated_text, with_dictionaries
 
 SOURCES = ("cpu_ops", "runtime", "instants")
 # The staged columns tree_table reads; ancestor_table reads op_time's too.
@@ -48,36 +49,44 @@ PARENTS = {"cpu_op": "op_event_index", "module": "module_event_index",
 # The GPU activity's own columns that kernel_attribution copies beside its attribution.
 ACTIVITY = ["category", "name", "name_id", "ts_ns", "dur_ns", "device", "stream",
             "correlation"]
-# The staged columns measure reads: tree_table's, the ids that link GPU activity and the
-# activity's own columns.
-READ = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_number"],
-        "runtime": COLUMNS["runtime"] + ["correlation"],
-        "kernels": ["event_index"] + ACTIVITY + ["external_id"],
-        "flows": ops.COLUMNS["flows"]}
+# The staged columns the attribution reads, once the tree is built: the ids that link GPU
+# activity to the host events and the activity's own columns.
+LINKING = {"cpu_ops": ["external_id"], "runtime": ["correlation"],
+           "kernels": ["event_index"] + ACTIVITY + ["external_id"]}
+# The staged columns the tree and the backward links read.
+FIRST = {**COLUMNS, "cpu_ops": COLUMNS["cpu_ops"] + ["external_id", "sequence_number"],
+         "runtime": COLUMNS["runtime"] + ["correlation"], "flows": ops.COLUMNS["flows"]}
+# Every staged column the measure reads.
+READ = {**FIRST, "kernels": LINKING["kernels"]}
 
 
 def measure(staging, parts, trace_id):
     """(table, rows) pairs of the trace staged in `staging` as `parts` ({table: part
     numbers}), see `pieces`: its call_tree, kernel_ops,
-    kernel_attribution, call_ancestors and backward_links."""
-    return pieces(ops.read_linking(staging, parts, READ, TEXT), trace_id)
+    kernel_attribution, call_ancestors and backward_links. The GPU activity and the ids
+    that link it are read from the parts once the tree is built, not held beside it (~13 MB
+    of the 254 MB trace's)."""
+    return pieces(ops.read_linking(staging, parts, FIRST, TEXT), trace_id,
+                  lambda: read_staged(staging, parts, LINKING, dictionaries=TEXT))
 
 
-def pieces(staged, trace_id):
-    """(table, rows or None) pairs of the trace's staged tables ({table: at least READ}), a
-    table's rows in one piece or more (call_tree: one per layer), each made as the one before
-    is taken: a writer that writes each piece as it comes holds one layer of the tree at a
-    time, not four (1.5M rows for a 254 MB trace, the ingest's peak of memory). The backward
-    links come first, their own columns of the host events let go (and the flows, which only
-    they read, dropped from `staged`) before the tree's are made: last, beside the tree, they
-    were the measure's peak."""
+def pieces(staged, trace_id, read_later=None):
+    """(table, rows or None) pairs of the trace's staged tables ({table: at least FIRST}), a
+    table's rows in one piece or more (call_tree: LAYER_ROWS at a time), each made as the one
+    before is taken: a writer that writes each piece as it comes holds one slice of the tree
+    at a time, not four layers (1.5M rows for a 254 MB trace, the ingest's peak of memory).
+    The backward links come first, their own columns of the host events let go (and the
+    flows, which only they read, dropped from `staged`) before the tree's are made: last,
+    beside the tree, they were the measure's peak. `read_later`: a function giving the
+    attribution's LINKING columns ({table: rows}), called once the tree is built; None: they
+    are taken from `staged` (and held beside the tree)."""
     yield "backward_links", backward_table(staged, trace_id)
     staged.pop("flows", None)
     events = _Events(staged)
-    # The host events' staged columns, copied into `events`, let go: _attribution reads only
-    # the ids that link GPU activity to them (~40 bytes a row held twice otherwise).
-    staged.update(cpu_ops=staged["cpu_ops"].select(["external_id"]),
-                  runtime=staged["runtime"].select(["correlation"]), instants=None)
+    linking = None if read_later else {name: staged[name].select(columns)
+                                       for name, columns in LINKING.items()}
+    # The host events' staged columns, copied into `events`, let go.
+    staged.clear()
     trees = {}
     layers = 0
     for layer in _layers(events, trace_id, trees):
@@ -88,7 +97,7 @@ def pieces(staged, trace_id):
         yield "call_tree", None
     for column in LAYERS_ONLY:  # let go before the attribution's columns are made
         events.columns.pop(column)
-    attributed = _attribution(staged, trees)
+    attributed = _attribution(read_later() if read_later else linking, trees)
     yield "kernel_ops", kernel_table(trace_id, trees, attributed)
     yield "kernel_attribution", attribution_table(trace_id, trees, attributed)
     yield "call_ancestors", None if not layers else ancestor_table(trace_id, trees,
@@ -166,6 +175,10 @@ def _layers(events, trace_id, trees):
     schema = with_dictionaries(TABLES["call_tree"].schema,
                                 ("trace_id", "layer", "source", "cat", "name", "pid", "tid"))
     for layer, (member, others) in layers.items():
+        # The heap freed since the layer before (its slices, made here while the one before
+        # is written by another thread, and their Parquet encoding) given back: reused
+        # little, it grew by ~25 MB over the four layers of the 254 MB trace.
+        release_freed_memory()
         tree = _tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)
@@ -192,8 +205,9 @@ def _positions_in_thread(starts, low, high):
 # whole Arrow was as large as the trace (1.06M rows, 50 MB, for the 254 MB trace; 200 MB for
 # the 1 GB one), its columns in numpy beside it. A slice and its numpy columns are the call
 # tree's peak of memory: 2^17 rows rather than 2^18 took 10-16 MB off the measuring worker's
-# peak (the 254 MB trace: 283 -> 273 MB RSS) at the same CPU.
-LAYER_ROWS = 1 << 17
+# peak (the 254 MB trace: 283 -> 273 MB RSS) at the same CPU, 2^16 rather than 2^17 another
+# 13-16 MB (one slice made while the one before is written) at 3% more CPU.
+LAYER_ROWS = 1 << 16
 
 
 def _layer(events, order, tree, layer, member, placed, trace_id, schema):

@@ -253,18 +253,18 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
                    for i in range(0, len(ordered), RUNS_AT_ONCE)] or [[]]
 
         def commit(name):
-            # the rows of the runs any mart recomputes: this mart keeps those of its own (a
-            # filter copies every row: only where some go). The rows are held as
-            # dictionaries from here on, the plain ones let go: the critical_path mart of one
-            # 254 MB trace is 89 MB of text held three times over, the commit's peak of
-            # memory.
+            # The rows are held as dictionaries from here on, the plain ones let go: the
+            # critical_path mart of one 254 MB trace is 89 MB of text held three times over,
+            # the commit's peak of memory (its rows come as dictionaries already). Of the
+            # runs any mart recomputes, this mart keeps those of its own (a filter copies
+            # every row: only where some go).
             plan, rows = needed[name], pa.concat_tables(computed.pop(name))
+            schema = _plain_text(rows.schema)
+            rows = rows.cast(_text_as_dictionaries(schema))
             kept = pc.is_in(rows["run"],
                             value_set=pa.array(sorted(plan.recompute), pa.string()))
             if not pc.all(kept).as_py():
                 rows = rows.filter(kept)
-            schema = rows.schema
-            rows = rows.cast(_text_as_dictionaries(schema))
             return _commit(mart_path(catalog.root, name), plan, rows, schema,
                            {"seq": snapshot.seq, "fingerprint": fingerprint})
 
@@ -279,6 +279,8 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
                 for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
                                            listed, library):
                     computed[name].append(rows)
+                    del rows
+                    give_back_freed_memory()
                     if index == len(batches) - 1:
                         committed[name] = pool.submit(commit, name)
             files.update({name: future.result() for name, future in committed.items()})
@@ -558,6 +560,13 @@ def _text_as_dictionaries(schema):
     return pa.schema([field.with_type(pa.dictionary(pa.int32(), field.type))
                       if pa.types.is_string(field.type) and field.name != "run" else field
                       for field in schema])
+
+
+def _plain_text(schema):
+    """`schema` with its dictionary columns as their values' type: a mart's own schema, of
+    rows computed with some text as dictionaries (see job_path)."""
+    return pa.schema([field.with_type(field.type.value_type)
+                      if pa.types.is_dictionary(field.type) else field for field in schema])
 
 
 def _read(path, data_file, schema, without=None):

@@ -197,10 +197,8 @@ def job_path_rows(connection, live=()):
                    if connection.sql(MATCHES_DEFINED).fetchall()[0][0]
                    else helper_select("_collective_matches", live))
     found = connection.sql(GROUPS.format(matches=matches)).to_arrow_table().to_pylist()
-    # the groups' working memory, and the freed pages of the questions before (DuckDB keeps
-    # them, see engine_memory), not under the rows' question: the refresh's peak after the
-    # 254 MB trace, its 292,827 rows (given back after every question instead: the same
-    # peak, at 0.1 s more CPU in page faults)
+    # the groups' working memory (DuckDB keeps freed pages, see engine_memory), not under
+    # the rows' question, the refresh's largest after the 254 MB trace (292,827 rows)
     give_back_freed_memory()
     groups = {}
     for row in found:

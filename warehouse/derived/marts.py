@@ -49,7 +49,7 @@ from ..storage.base import ChangedObject
 from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
 from ..query.connection import connect, copy_runs
-from ..query.engine_memory import give_back_freed_memory
+from ..query.engine_memory import give_back_engine_memory, give_back_freed_memory
 from ..storage.layout import MARTS_DIR
 from ..query.library import (helper_select, helpers_read, is_internal, library_fingerprint,
                              library_modules_in_order, live_helpers, module_select,
@@ -89,6 +89,13 @@ IN_MEMORY_EVENTS = 100_000
 # memory given back between its questions, 116-152 MB), and they are not the refresh's
 # longest path there: `tracewh.duckdb`'s library, defined beside them, is.
 RUNS_AT_ONCE = 64
+# The memory DuckDB's allocator may keep freed after a mart's question (see engine_memory):
+# more is given back before the next question, not piled up under it (the questions after
+# the 254 MB trace left 50-60 MB freed under the critical path's). Given back after every
+# question, the peak was no lower and the refresh took ~8% more CPU (the next questions
+# fault the pages in again); above 32 MB, the peak as low (220-225 MB against 229-236 MB
+# for a refresh of that trace alone) at ~3% more CPU, within the spread of the rounds.
+FREED_KEPT = 32 << 20
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
 # copied whole, into a table of its memory that the view then reads. The demo's 8 ranks: the
@@ -284,10 +291,7 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
                                            listed, library):
                     computed[name].append(rows)
                     del rows  # held there alone: the commit lets the plain text go
-                    # the question's freed memory (DuckDB's allocator keeps it, see
-                    # engine_memory), not under the next: left, the questions of the 254 MB
-                    # trace piled 50-60 MB of it up under the critical path's
-                    give_back_freed_memory()
+                    give_back_engine_memory(FREED_KEPT)
                     if index == len(batches) - 1:
                         committed[name] = pool.submit(commit, name)
             files.update({name: future.result() for name, future in committed.items()})

@@ -94,7 +94,8 @@ RUNS_AT_ONCE = 64
 # the 254 MB trace left 50-60 MB freed under the critical path's). Given back after every
 # question, the peak was no lower and the refresh took ~8% more CPU (the next questions
 # fault the pages in again); above 32 MB, the peak as low (220-225 MB against 229-236 MB
-# for a refresh of that trace alone) at ~3% more CPU, within the spread of the rounds.
+# for a refresh of that trace alone) at 3-5% more CPU (64 MB: 245-256 MB in the ingest of
+# that trace into a new warehouse, against 233-236 MB, at ~3% less CPU).
 FREED_KEPT = 32 << 20
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs

@@ -5,7 +5,7 @@ import sys
 import duckdb
 import pytest
 
-from tracewh.query.engine_memory import give_back_freed_memory
+from tracewh.query.engine_memory import give_back_engine_memory, give_back_freed_memory
 
 
 def _anonymous_mb():
@@ -29,3 +29,21 @@ def test_the_pages_a_question_freed_are_given_back():
     assert give_back_freed_memory()
     assert _anonymous_mb() - before < (asked - before) / 3
     assert connection.execute("SELECT count(*) FROM range(1000)").fetchall() == [(1000,)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="DuckDB's jemalloc: Linux")
+def test_freed_pages_are_kept_up_to_a_bound():
+    """Between a refresh's questions, DuckDB's freed pages are given back only above a bound:
+    the same question's ~100 MB are, and what is left after that is kept."""
+    connection = duckdb.connect()
+    give_back_freed_memory()
+    before = _anonymous_mb()
+    assert connection.execute("SELECT count(DISTINCT range::VARCHAR) FROM range(1500000)"
+                              ).fetchall() == [(1_500_000,)]
+    asked = _anonymous_mb()
+    assert asked - before > 40
+    assert not give_back_engine_memory(1 << 40)  # under the bound: kept
+    assert _anonymous_mb() - before > 40
+    assert give_back_engine_memory(32 << 20)
+    assert _anonymous_mb() - before < (asked - before) / 3
+    assert not give_back_engine_memory(32 << 20)  # given back already

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, stop_keeping_freed_memory
 from tracewh.ingest.pipeline import ingest_options, ingest_paths
 from tracewh.ingest.reader import MAX_EVENT_SIZE
 
@@ -369,6 +369,7 @@ class Warehouse:
                                     on_bytes=on_bytes)
         if not any(outcome.status in ("ingested", "replaced") for outcome in outcomes):
             return outcomes  # nothing to derive (a lag of other commands' is `refresh`'s)
+        stop_keeping_freed_memory()  # the ingest's setting, not its refresh's
         try:
             refresh_derived(catalog)
         except FollowUpFailed as error:

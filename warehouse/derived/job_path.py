@@ -144,6 +144,15 @@ SCHEMA = pa.schema([("run", pa.string()), ("phase", pa.string()), ("step", pa.st
                     ("ns", pa.int64()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
                     ("name", pa.string()), ("event_table", pa.string()),
                     ("event_id", pa.int64())])
+# The rows as they are handed on: text as dictionaries (a path's rows repeat a few kernel
+# names, phases and bounds), the stored rows fetched BATCH_ROWS at a time, each encoded and
+# copied out of the batch DuckDB handed over (a column kept as it came would hold that whole
+# batch, its text too). Fetched whole, then encoded at the mart's commit, the 254 MB trace's
+# 292,827 rows were held as DuckDB's result, as plain Arrow (38 MB) and encoded (20 MB): the
+# refresh's peak of memory, 50-55 MB over what the questions before left.
+ENCODED = pa.schema([field.with_type(pa.dictionary(pa.int32(), field.type))
+                     if pa.types.is_string(field.type) else field for field in SCHEMA])
+BATCH_ROWS = 8192
 
 
 class _Group:
@@ -178,19 +187,18 @@ class _Group:
 
 
 def job_path_rows(connection, live=()):
-    """The `critical_path` view's rows of the runs on `connection` (an Arrow table; its seq
-    orders each step's path, the rows are in no order, as the view's); `live`: the live
-    helpers of its library (see `library.live_helpers`)."""
+    """The `critical_path` view's rows of the runs on `connection` (an Arrow table of
+    ENCODED columns: its text as dictionaries; its seq orders each step's path, the rows are
+    in no order, as the view's); `live`: the live helpers of its library (see
+    `library.live_helpers`)."""
     matches = NO_CALLS
     if connection.sql(SEVERAL_RANKS).fetchall()[0][0]:
         matches = ("SELECT * FROM _collective_matches"
                    if connection.sql(MATCHES_DEFINED).fetchall()[0][0]
                    else helper_select("_collective_matches", live))
     found = connection.sql(GROUPS.format(matches=matches)).to_arrow_table().to_pylist()
-    # the groups' working memory, and the freed pages of the questions before (DuckDB keeps
-    # them, see engine_memory), not under the rows' question: the refresh's peak after the
-    # 254 MB trace, its 292,827 rows (given back after every question instead: the same
-    # peak, at 0.1 s more CPU in page faults)
+    # the groups' working memory (DuckDB keeps freed pages, see engine_memory), not under
+    # the rows' question, the refresh's largest after the 254 MB trace (292,827 rows)
     give_back_freed_memory()
     groups = {}
     for row in found:
@@ -259,6 +267,9 @@ def _rows(connection, groups, chosen):
                 visits[column].append(value)
             place += group.after_rows
     if not visits["run"]:
-        return SCHEMA.empty_table()
-    stored = connection.sql(VISITED_ROWS, params=list(visits.values())).to_arrow_table()
-    return pa.concat_tables([stored.cast(SCHEMA), pa.table(kept, schema=SCHEMA)])
+        return ENCODED.empty_table()
+    stored = connection.sql(VISITED_ROWS, params=list(visits.values())).to_arrow_reader(
+        BATCH_ROWS)
+    memory = pa.default_cpu_memory_manager()
+    return pa.Table.from_batches([*(batch.cast(ENCODED).copy_to(memory) for batch in stored),
+                                  *pa.table(kept, schema=ENCODED).to_batches()], ENCODED)

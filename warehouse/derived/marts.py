@@ -38,6 +38,7 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -48,7 +49,7 @@ from ..storage.base import ChangedObject
 from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
 from ..query.connection import connect, copy_runs
-from ..query.engine_memory import give_back_freed_memory
+from ..query.engine_memory import give_back_engine_memory, give_back_freed_memory
 from ..storage.layout import MARTS_DIR
 from ..query.library import (helper_select, helpers_read, is_internal, library_fingerprint,
                              library_modules_in_order, live_helpers, module_select,
@@ -88,6 +89,14 @@ IN_MEMORY_EVENTS = 100_000
 # memory given back between its questions, 116-152 MB), and they are not the refresh's
 # longest path there: `tracewh.duckdb`'s library, defined beside them, is.
 RUNS_AT_ONCE = 64
+# The memory DuckDB's allocator may keep freed after a mart's question (see engine_memory):
+# more is given back before the next question, not piled up under it (the questions after
+# the 254 MB trace left 50-60 MB freed under the critical path's). Given back after every
+# question, the peak was no lower and the refresh took ~8% more CPU (the next questions
+# fault the pages in again); above 32 MB, the peak as low (220-225 MB against 229-236 MB
+# for a refresh of that trace alone) at 3-5% more CPU (64 MB: 245-256 MB in the ingest of
+# that trace into a new warehouse, against 233-236 MB, at ~3% less CPU).
+FREED_KEPT = 32 << 20
 # The views that the marts' views read over and over (the library inlines a helper into each
 # view that reads it, and a view into each query), computed once per connection over runs
 # copied whole, into a table of its memory that the view then reads. The demo's 8 ranks: the
@@ -100,6 +109,9 @@ SHARED = ("_collective_matches", "kernel_name_classes", "kernel_classes", "kerne
 # Rows a mart's file is written at a time (its text from dictionaries): a row
 # group each, whose `run` statistics let engines skip within the file too.
 WRITE_ROWS = 65_536
+# Stretches of rows already in run order that a row group is written from as slices, no copy
+# (see _ordered); more, and it is copied row by row.
+MAX_SLICES = 64
 RELATIVE_BEFORE_NS = 946_684_800 * 10**9  # 2000-01-01T00:00:00Z
 
 
@@ -253,18 +265,18 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
                    for i in range(0, len(ordered), RUNS_AT_ONCE)] or [[]]
 
         def commit(name):
-            # the rows of the runs any mart recomputes: this mart keeps those of its own (a
-            # filter copies every row: only where some go). The rows are held as
-            # dictionaries from here on, the plain ones let go: the critical_path mart of one
-            # 254 MB trace is 89 MB of text held three times over, the commit's peak of
-            # memory.
+            # The rows are held as dictionaries from here on, the plain ones let go: the
+            # critical_path mart of one 254 MB trace is 89 MB of text held three times over,
+            # the commit's peak of memory (its rows come as dictionaries already). Of the
+            # runs any mart recomputes, this mart keeps those of its own (a filter copies
+            # every row: only where some go).
             plan, rows = needed[name], pa.concat_tables(computed.pop(name))
+            schema = _plain_text(rows.schema)
+            rows = rows.cast(_text_as_dictionaries(schema))
             kept = pc.is_in(rows["run"],
                             value_set=pa.array(sorted(plan.recompute), pa.string()))
             if not pc.all(kept).as_py():
                 rows = rows.filter(kept)
-            schema = rows.schema
-            rows = rows.cast(_text_as_dictionaries(schema))
             return _commit(mart_path(catalog.root, name), plan, rows, schema,
                            {"seq": snapshot.seq, "fingerprint": fingerprint})
 
@@ -279,6 +291,8 @@ def refresh_marts(catalog, snapshot, rules, recompute=(), since=None):
                 for name, rows in _compute(catalog, snapshot, rules, batch, events, needed,
                                            listed, library):
                     computed[name].append(rows)
+                    del rows  # held there alone: the commit lets the plain text go
+                    give_back_engine_memory(FREED_KEPT)
                     if index == len(batches) - 1:
                         committed[name] = pool.submit(commit, name)
             files.update({name: future.result() for name, future in committed.items()})
@@ -560,6 +574,13 @@ def _text_as_dictionaries(schema):
                       for field in schema])
 
 
+def _plain_text(schema):
+    """`schema` with its dictionary columns as their values' type: a mart's own schema, of
+    rows computed with some text as dictionaries (see job_path)."""
+    return pa.schema([field.with_type(field.type.value_type)
+                      if pa.types.is_dictionary(field.type) else field for field in schema])
+
+
 def _read(path, data_file, schema, without=None):
     """A mart file's rows as `schema`, its dictionary columns read as such; but those of the
     runs `without` (a string array), dropped a batch at a time as they are read."""
@@ -612,14 +633,31 @@ def tier(rows):
 def _write(path, rows):
     """Write `rows` in run order (stable: a view's order within a run stays) as a new file of
     the mart, a row group of WRITE_ROWS at a time: its DataFile. Text held as dictionaries
-    is written from them, and read back as plain text (no Arrow schema stored)."""
-    order = pc.sort_indices(rows, sort_keys=[("run", "ascending")])
+    is written from them, one per column (chunks of other dictionaries, as the job path's
+    batches or merged files come, would each change the column's dictionary within a row
+    group: a larger file), and read back as plain text (no Arrow schema stored)."""
+    rows = rows.unify_dictionaries()
+    order = pc.sort_indices(rows, sort_keys=[("run", "ascending")]).to_numpy()
     name = f"{uuid.uuid4().hex}.parquet"
     with delta.written(path / name) as local:
         with parquet_writer(local, rows.schema, store_schema=False) as writer:
             for start in range(0, rows.num_rows, WRITE_ROWS):
-                writer.write_table(rows.take(order[start:start + WRITE_ROWS]))
+                writer.write_table(_ordered(rows, order[start:start + WRITE_ROWS]))
         size, sha256 = delta.file_digest(local)
     bounds = pc.min_max(rows["run"])
     return DataFile(name, None, None, None, rows.num_rows, size,
                     runs=(bounds["min"].as_py(), bounds["max"].as_py()), sha256=sha256)
+
+
+def _ordered(rows, positions):
+    """The rows at `positions` (sort indices, numpy), in that order: slices of `rows` where
+    the positions run on in a few stretches (rows in run order already: one run's, each
+    merged file's), a copy of each row (a take) otherwise. A take of each row group
+    concatenated every column of the rows beside them (11-13 MB more for the 254 MB trace's
+    critical path: the refresh's peak of memory), and took 1.6x the CPU."""
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    if len(breaks) >= MAX_SLICES:
+        return rows.take(pa.array(positions))
+    bounds = [0, *breaks.tolist(), len(positions)]
+    return pa.concat_tables([rows.slice(positions[first], last - first)
+                             for first, last in zip(bounds, bounds[1:])])

@@ -166,11 +166,12 @@ fn decode_events<'py>(
 }
 
 /// The chunk's tables: `decode_tables(data, first_event, plan)` decodes the JSON array of
-/// events `data` (bytes or bytearray), calls `plan` with its distinct (ph, cat or None, events, events holding
-/// [dur, id, bp, s]) pairs, which returns for each table (name, the pairs' codes, the category
-/// of each, [(Arrow type, [core column, ...]), ...]) or None to decline, and returns
-/// (events, [(name, rows, [column buffers, ...]), ...]); None where the reference must decode
-/// the chunk (see `decode`) or a value does not fit its column (see `tables`).
+/// events `data` (bytes or bytearray), calls `plan` with its distinct (ph, cat or None,
+/// events, events holding [dur, id, bp, s]) pairs, which returns for each table (name, the
+/// pairs' codes, the category of each, [(Arrow type, [core column, ...]), ...]) or None to
+/// decline, and returns (events, [(name, rows, [column buffers, ...]), ...]); None where the
+/// reference must decode the chunk (see `decode`) or a value does not fit its column (see
+/// `tables`).
 #[pyfunction]
 fn decode_tables<'py>(
     py: Python<'py>,

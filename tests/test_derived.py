@@ -492,7 +492,7 @@ def test_the_first_run_fills_the_duckdb_file_of_an_empty_warehouse_without_rewri
     from tracewh.derived import duckdb_file
 
     refresh_derived(Catalog(warehouse))  # the empty warehouse's file
-    monkeypatch.setattr(duckdb_file, "_write_whole", None)  # calling it would fail
+    monkeypatch.setattr(duckdb_file, "_with_library", None)  # calling it would fail
     tracewh("ingest", *DLRM[:2], "--run", "a", "--phase", "train")
     with duckdb.connect(str(warehouse / FILE_NAME), read_only=True) as bi:
         for table in ("kernels", "cpu_ops", "traces"):

@@ -33,6 +33,7 @@ from ..query.prepared import (FILES_TABLE, MARTS_TABLE, RUNS_TABLE, SCAN_MACRO, 
 from ..query.define import define_library
 from ..storage.schema import TABLES
 from ..query.table_sql import empty_select, scan_select, sql_string
+from .library_template import cached_template, is_template_of, make_template, template_shape
 
 STORAGE_VERSION = "v1.0.0"
 
@@ -77,8 +78,8 @@ def write_duckdb_file(catalog, snapshot, rules, target=None, marts=dict):
         if not _follow_commits(connection, root, snapshot, shape):
             connection.close()
             temporary.unlink(missing_ok=True)
-            connection = _connect(temporary)
-            _write_whole(connection, root, snapshot.files(root), snapshot, rules)
+            connection = _with_library(temporary, snapshot, rules)
+            _list_files(connection, root, snapshot.files(root))
         _record_snapshot(connection, snapshot, shape, runs, marts())
     finally:
         connection.close()
@@ -97,9 +98,9 @@ def _write_over_copies(catalog, snapshot, rules, target):
     target = Path(target)
     temporary = target.parent / f".{FILE_NAME}.{os.getpid()}.tmp"
     temporary.unlink(missing_ok=True)
-    connection = _connect(temporary)
+    connection = _with_library(temporary, snapshot, rules)
     try:
-        _write_whole(connection, root, listed, snapshot, rules)
+        _list_files(connection, root, listed)
         _record_snapshot(connection, snapshot,
                          file_shape(root, rules, live_helpers(snapshot, rules)),
                          catalog.runs(snapshot), {})
@@ -176,29 +177,69 @@ def _follow_commits(connection, root, snapshot, shape):
     return True
 
 
-def _write_whole(connection, root, listed, snapshot, rules):
-    """Define the file's tables, views and macros, and list the snapshot's files (`listed`,
-    {table: [DataFile]}, under `root`)."""
-    paths = {name: [f"{root}/{name}/{f.path}" for f in found] for name, found in listed.items()}
+def _with_library(path, snapshot, rules):
+    """A connection to a new file at `path` with the tables (listing no file) and the library
+    defined: a copy of the library's template (see library_template), made first where the
+    cache has none of this shape (or a damaged one); defined here where the cache cannot be
+    written."""
+    shape = template_shape(rules, live_helpers(snapshot, rules))
+    connection = _copy_of_template(cached_template(shape), path, shape)
+    if connection is None:
+        made = make_template(shape, _connect,
+                             lambda connection: _define(connection, snapshot, rules))
+        connection = _copy_of_template(made, path, shape)
+    if connection is None:
+        connection = _connect(path)
+        _define(connection, snapshot, rules)
+    return connection
+
+
+def _copy_of_template(template, path, shape):
+    """A connection to a copy at `path` of the file `template` when it is a template of
+    `shape`; None otherwise (no template, or one changed from outside)."""
+    if template is None:
+        return None
+    try:
+        shutil.copyfile(template, path)
+        connection = _connect(path)
+    except (OSError, duckdb.Error):
+        path.unlink(missing_ok=True)
+        return None
+    if is_template_of(connection, shape):
+        return connection
+    connection.close()
+    path.unlink()
+    return None
+
+
+def _define(connection, snapshot, rules):
+    """Define the file's tables (each a view of a scan macro listing no file), the library's
+    views and macros, and the tables it keeps of its own."""
     connection.execute(f"CREATE TABLE {FILES_TABLE} (table_name VARCHAR, path VARCHAR, "
                        "run VARCHAR, size BIGINT)")
     connection.execute(f"CREATE TABLE {SNAPSHOT_TABLE} (seq BIGINT, versions VARCHAR, "
                        "written_at TIMESTAMPTZ, shape VARCHAR)")
+
+    def table_view(table):
+        macro = SCAN_MACRO.format(table.name)
+        connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
+        connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
+
+    define_library(connection, snapshot, rules, table_view)
+
+
+def _list_files(connection, root, listed):
+    """List the snapshot's files (`listed`, {table: [DataFile]}, under `root`) in the file
+    of no file yet, and give each table with files its scan."""
     rows = {"table_name": [], "path": [], "run": [], "size": []}
     for name, found in listed.items():
         for data_file in found:
             _add_row(rows, root, name, data_file.path, data_file.run, data_file.size)
     files = pa.table(rows)
     connection.execute(f"INSERT INTO {FILES_TABLE} SELECT * FROM files")
-
-    def table_view(table):
-        macro = SCAN_MACRO.format(table.name)
-        connection.execute(f"CREATE MACRO {macro}() AS TABLE {empty_select(table)}")
-        connection.execute(f"CREATE VIEW {table.name} AS SELECT * FROM {macro}()")
-        if paths.get(table.name):
-            _define_scan(connection, root, table)
-
-    define_library(connection, snapshot, rules, table_view)
+    for name, found in listed.items():
+        if found:
+            _define_scan(connection, root, TABLES[name])
 
 
 def _define_scan(connection, root, table):

@@ -50,7 +50,7 @@ from ..storage.delta_log import LOG_DIR
 from ..storage.delta import DataFile
 from ..query.connection import connect, copy_runs
 from ..query.engine_memory import give_back_engine_memory, give_back_freed_memory
-from ..storage.layout import MARTS_DIR
+from ..storage.layout import DUCKDB_FILE, MARTS_DIR
 from ..query.library import (helper_select, helpers_read, is_internal, library_fingerprint,
                              library_modules_in_order, live_helpers, module_select,
                              modules_read_by, tables_read_by)
@@ -58,6 +58,7 @@ from ..query.prepared import attach_library, file_shape
 from ..query.statements import confine
 from ..storage.parquet import parquet_writer
 from .job_path import job_path_rows
+from .library_template import cached_template, template_shape
 
 # graph_replay_kernels: the matching of replayed graphs to their capture, a run's
 # question that op_kernels reads, made once per refresh rather than by every query
@@ -358,10 +359,17 @@ def _attached_library(catalog, snapshot, rules, runs, tables, copied, listed=Non
 
 
 def _attach(catalog, snapshot, rules):
-    """A connection to `tracewh.duckdb`'s library, attached (see _attached_library), or
-    None."""
+    """A connection to `tracewh.duckdb`'s library, attached (see _attached_library), else to
+    the library's template (a new warehouse's, whose file is being written beside: see
+    library_template), or None."""
     root = catalog.root.resolve()
-    return attach_library(root, file_shape(root, rules, live_helpers(snapshot, rules)))
+    live = live_helpers(snapshot, rules)
+    connection = attach_library(root / DUCKDB_FILE, file_shape(root, rules, live))
+    if connection is None:
+        shape = template_shape(rules, live)
+        template = cached_template(shape)
+        connection = None if template is None else attach_library(template, shape)
+    return connection
 
 
 class _LibraryBeside:

@@ -272,7 +272,7 @@ def _inlined_library(live):
     a digest of the library's texts, so it is computed once per library, not per command."""
     digest = hashlib.sha256(json.dumps([INLINING, library_in_order(), _live_texts(), live])
                             .encode()).hexdigest()[:16]
-    cached = _cache_directory() / f"library-{digest}.json"
+    cached = cache_directory() / f"library-{digest}.json"
     try:
         return json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -288,7 +288,9 @@ def _inlined_library(live):
     return inlined
 
 
-def _cache_directory():
+def cache_directory():
+    """The user's cache of what tracewh makes once per library: $XDG_CACHE_HOME/tracewh, else
+    ~/.cache/tracewh. Safe to delete at any time."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tracewh"
 

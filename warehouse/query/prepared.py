@@ -234,12 +234,13 @@ def _open_current(root, versions=None):
     return connection, versions
 
 
-def attach_library(root, shape):
-    """A connection with `root`/tracewh.duckdb attached read-only and in use when the file is
-    of `shape` (see `file_shape`), of whatever snapshot: its views are the library's, defined
-    already, for a caller that gives them tables of its own (TEMP tables of the tables' names,
-    see `connection.copy_runs`). None otherwise."""
-    opened = _attached(Path(root) / DUCKDB_FILE)
+def attach_library(database, shape):
+    """A connection with the DuckDB file `database` (a warehouse's tracewh.duckdb, or a
+    template of the library) attached read-only and in use when the file is of `shape` (see
+    `file_shape`), of whatever snapshot: its views are the library's, defined already, for a
+    caller that gives them tables of its own (TEMP tables of the tables' names, see
+    `connection.copy_runs`). None otherwise."""
+    opened = _attached(database)
     if opened is None:
         return None
     connection, recorded = opened

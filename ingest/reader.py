@@ -39,6 +39,12 @@ from tracewh.errors import HINT, TraceError
 
 from .sources import read_range
 
+try:
+    from ._decode import count_phase_keys
+except ImportError:  # the native core not built: Python's own count
+    def count_phase_keys(data, start, end):
+        return data.count(_PHASE_KEY, start, end)
+
 BLOCK_SIZE = 16 << 20
 # The largest event or top-level value read by default: real events are at most a few KB (the
 # largest in ../shared is 7 KB: a kernel's args), so this only stops a value that would take GBs.
@@ -479,7 +485,7 @@ class TraceReader:
         candidate when cuts go unconfirmed; None if more data is needed."""
         if not self._confirm_cuts:
             cut = next(self._candidate_cuts(start), None)
-            return None if cut is None else (cut, self._buf.count(_PHASE_KEY, start, cut))
+            return None if cut is None else (cut, count_phase_keys(self._buf, start, cut))
         limit = len(self._buf)
         for attempt, cut in enumerate(self._candidate_cuts(start)):
             if cut >= limit:

@@ -343,3 +343,20 @@ def test_fuzzed_input_neither_crashes_nor_differs(data):
     """Random and damaged input: the core returns (a result or None) within the deadline,
     and a result it returns is the reference's."""
     _check(data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(['"', "p", "h", '"ph"', '"ph"ph"', "x", "é"]), max_size=40)
+       .map("".join).map(str.encode), st.data())
+def test_the_count_of_phase_keys_is_bytes_count(data, draw):
+    """The reader's count of a chunk's events (`"ph"` keys, never overlapping) by the core
+    is Python's bytes.count over the same range of a bytes or a bytearray."""
+    if not decoder.native_available():
+        pytest.skip("the native core is not built")
+    start = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(start, len(data)))
+    for buffer in (data, bytearray(data)):
+        assert (decoder._decode.count_phase_keys(buffer, start, end)
+                == buffer.count(b'"ph"', start, end))
+    with pytest.raises(IndexError):
+        decoder._decode.count_phase_keys(data, start, len(data) + 1)

@@ -1,5 +1,6 @@
 """The `tracewh` command's process (the console script's entry, and `python -m tracewh`):
-settings of the process that must come before pyarrow is imported, then the click CLI.
+settings of the process that must come before pyarrow and numpy are imported, then the click
+CLI.
 
 - Arrow allocates through glibc (ARROW_DEFAULT_MEMORY_POOL=system, unless the user set it),
   not mimalloc, pyarrow's default: the setting is read once, when pyarrow is imported, and
@@ -14,8 +15,12 @@ settings of the process that must come before pyarrow is imported, then the clic
   (any `pa.array`), importing it where it is installed: 0.25-0.33 s in the command's process
   and again in each ingest worker, a third of a small run's ingest, for a library no command
   uses. pyarrow then does without it, and the forked workers inherit the finder.
+- numpy's OpenBLAS runs on one thread (OPENBLAS_NUM_THREADS=1, unless the user set it): no
+  command multiplies matrices, yet at numpy's import OpenBLAS starts a thread per core that
+  spins for a while (0.05 s of CPU of each command's ~0.1 s import of numpy, 2% of the 254 MB
+  ingest's CPU in its profile), taking the core the native decode's threads work on.
 
-Neither is done in `tracewh.cli`: the Python API and CliRunner run in processes that may use
+None is done in `tracewh.cli`: the Python API and CliRunner run in processes that may use
 pandas, and whose allocator is their own business.
 """
 
@@ -34,6 +39,7 @@ def main():
 def prepare_process():
     """The settings above, for this process and those it forks (again: no change)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
         sys.meta_path.insert(0, _WithoutPandas())
 

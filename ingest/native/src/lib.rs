@@ -4,7 +4,8 @@
 //! the chunk holds something only the Python reference decoder reproduces exactly.
 //! `best_edges` is the one loop of the critical path measured at ingest (see `graph`),
 //! `HostTree` a layer of the host call tree the other per-trace measures read (`tree`), and
-//! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`).
+//! `has_secret_anchor` the test of a chunk for what a secret rule could match (`anchors`), and
+//! `count_phase_keys` the reader's count of a chunk's events.
 
 mod anchors;
 mod columns;
@@ -269,6 +270,22 @@ fn has_secret_anchor<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult
     Ok(py.allow_threads(|| anchors::has_anchor(bytes)))
 }
 
+/// How many times `"ph"` occurs, not overlapping, in data[start:end] (`data` bytes or
+/// bytearray): as bytes.count, with the GIL released (the reader's count of a chunk's events).
+#[pyfunction]
+fn count_phase_keys<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    end: usize,
+) -> PyResult<usize> {
+    let data = Bytes::of(data)?;
+    let range = data.as_slice().get(start..end).ok_or_else(|| {
+        pyo3::exceptions::PyIndexError::new_err("the range is not within the bytes")
+    })?;
+    Ok(py.allow_threads(|| memchr::memmem::find_iter(range, b"\"ph\"").count()))
+}
+
 #[pymodule]
 fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode_events, module)?)?;
@@ -277,6 +294,7 @@ fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(graph::call_stack_edges_of, module)?)?;
     module.add_function(wrap_pyfunction!(graph::walks_of, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
+    module.add_function(wrap_pyfunction!(count_phase_keys, module)?)?;
     module.add_class::<tree::HostTree>()?;
     Ok(())
 }

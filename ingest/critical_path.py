@@ -72,6 +72,7 @@ theirs with the device's work (HTA fails on both), graph launches connect to the
 """
 
 import array
+import dataclasses
 import json
 
 import numpy as np
@@ -574,61 +575,23 @@ class _Graph:
     def _gpu(self):
         """The GPU work's spans, launch delays, kernel-kernel delays and synchronisations,
         the work in start order and the syncs (whose call is in the window) by their ends."""
-        work, base, syncs = self.work, self.base, self.syncs
-        launch_ts = self.host.ts[self.rows[self.launch_node // 2]].tolist()
-        rows = self.work_rows
-        streams = work.stream[rows].tolist()
-        at_launch = work.queue_at_launch[rows].tolist()
-        at_start = work.queue_at_start[rows].tolist()
-        ends, work_ts = work.end[rows].tolist(), work.ts[rows].tolist()
+        work, syncs, rows = self.work, self.syncs, self.work_rows
         calls = _positions(self.rows, syncs.call)
         in_window = np.flatnonzero(calls >= 0)
-        sources, targets = _positions(rows, syncs.source), _positions(rows, syncs.target)
         order = np.lexsort((np.arange(len(rows) + len(in_window)),
                             np.concatenate([np.ones(len(rows), np.int64),
                                             np.zeros(len(in_window), np.int64)]),
                             np.concatenate([work.ts[rows], syncs.end[in_window]])))
-        call_end, call_end_ts = (2 * calls + 1).tolist(), self.host.end[syncs.call].tolist()
-        kinds, sync_streams = syncs.kind.tolist(), syncs.stream.tolist()
-        sources, targets = sources.tolist(), targets.tolist()
-        graph, launches = work.graph[rows].tolist(), work.launch[rows].tolist()
-        # the edges' four values in turn, int64 (a tuple of Python ints each was ~100 bytes
-        # an edge: 60 MB for the x256 trace, whose GPU work falls in one step)
-        last, held, edges, graph_streams = {}, {}, array.array("q"), set()
-        for k in order.tolist():
-            if k >= len(rows):  # a sync
-                s = int(in_window[k - len(rows)])
-                if kinds[s] == STREAM_WAIT:
-                    if targets[s] >= 0 and sources[s] >= 0:
-                        held[targets[s]] = sources[s]
-                    continue
-                waited = (list(last.values()) if kinds[s] == CONTEXT_SYNC else
-                          [last.get(sync_streams[s])] if kinds[s] == STREAM_SYNC else
-                          [sources[s]] if sources[s] >= 0 else [])
-                for j in waited:
-                    if j is not None and ends[j] <= call_end_ts[s]:
-                        edges.extend((base + 2 * j + 1, call_end[s], SYNC, -1))
-                continue
-            j, node = k, base + 2 * k
-            edges.extend((node, node + 1, SPAN, node // 2))
-            previous, source = last.get(streams[j]), held.pop(j, None)
-            if source is not None and ends[source] <= work.ts[rows[j]]:
-                edges.extend((base + 2 * source + 1, node, SYNC, -1))
-            else:
-                source = None
-            first_of_graph = graph[j] and (launches[j], streams[j]) not in graph_streams
-            if first_of_graph:
-                graph_streams.add((launches[j], streams[j]))
-            if ((at_launch[j] == 1 and at_start[j] == 0 or first_of_graph)
-                    and (previous is None or ends[previous] < launch_ts[j])
-                    and (source is None or ends[source] < launch_ts[j])):
-                launch = int(self.launch_node[j])  # a graph's: attributed to its launch
-                edges.extend((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
-            elif (previous is not None and work_ts[j] - ends[previous] < GAP_LIMIT_NS
-                  and (source is None or ends[source] < ends[previous])):
-                edges.extend((base + 2 * previous + 1, node, GAP, base // 2 + previous))
-            last[streams[j]] = j
-        self.edges.append(np.frombuffer(edges, np.int64).reshape(-1, 4))
+        self.edges.append(_gpu_edges(self.base, GpuWindow(
+            order=order, stream=work.stream[rows], at_launch=work.queue_at_launch[rows],
+            at_start=work.queue_at_start[rows], end=work.end[rows], ts=work.ts[rows],
+            graph=work.graph[rows], launch=work.launch[rows],
+            launch_ts=self.host.ts[self.rows[self.launch_node // 2]],
+            launch_node=self.launch_node, sync_kind=syncs.kind[in_window],
+            sync_stream=syncs.stream[in_window],
+            sync_source=_positions(rows, syncs.source)[in_window],
+            sync_target=_positions(rows, syncs.target)[in_window],
+            call_end=2 * calls[in_window] + 1, call_end_ts=self.host.end[syncs.call[in_window]])))
 
     def path(self):
         """The path's edges in order, then each communication kernel's segment: {column:
@@ -794,6 +757,100 @@ def _call_stack_edges_reference(thread, start, end, blocking, locking):
     while stack:
         last, top_end = close(stack, last)
     return np.asarray(edges, np.int64).reshape(-1, 4)
+
+
+@dataclasses.dataclass
+class GpuWindow:
+    """A window's GPU work (rows in launch order: stream, queue lengths at launch and at
+    start, end, start, whether graph-launched, launch id, its launch call's start and start
+    node) and the syncs whose call is in it (kind, stream, source and target work rows or
+    -1, their call's end node and end), and `order`: the work and syncs as they happen
+    (k < len(work): a work row, else sync k - len(work))."""
+
+    order: np.ndarray
+    stream: np.ndarray
+    at_launch: np.ndarray
+    at_start: np.ndarray
+    end: np.ndarray
+    ts: np.ndarray
+    graph: np.ndarray
+    launch: np.ndarray
+    launch_ts: np.ndarray
+    launch_node: np.ndarray
+    sync_kind: np.ndarray
+    sync_stream: np.ndarray
+    sync_source: np.ndarray
+    sync_target: np.ndarray
+    call_end: np.ndarray
+    call_end_ts: np.ndarray
+
+
+def _gpu_edges(base, window):
+    """The GPU edges, rows (src, dst, kind, attributed event), of a GpuWindow whose work's
+    nodes start at `base`: by the native core when it is available (its loop in Python was
+    ~0.1 s of the 254 MB trace's ingest), else by the reference."""
+    if native_available():
+        columns = [np.ascontiguousarray(getattr(window, field.name), np.int64).tobytes()
+                   for field in dataclasses.fields(window)]
+        edges = _decode.gpu_edges_of(base, columns)
+        return np.stack([np.frombuffer(column, np.int64) for column in edges], axis=1)
+    return _gpu_edges_reference(base, window)
+
+
+def _gpu_edges_reference(base, window):
+    """`_gpu_edges` in Python, the reference the native one is tested against: each work's
+    span; a sync edge into it from the work a Stream Wait Event holds it for (when that
+    ended before it started); a launch edge from its launch call when it starts an idle
+    queue (or a graph's first work on a stream) and nothing on its stream or its source
+    ended after the launch; else a gap edge from the stream's previous work when the gap is
+    under GAP_LIMIT_NS; and a sync edge from each work a sync waits for (every stream's
+    last for a context sync, the stream's last for a stream sync, its source for an event
+    sync) that ended by the sync call's end."""
+    w = window
+    rows = len(w.stream)
+    streams, at_launch, at_start = w.stream.tolist(), w.at_launch.tolist(), w.at_start.tolist()
+    ends, work_ts, launch_ts = w.end.tolist(), w.ts.tolist(), w.launch_ts.tolist()
+    graph, launches, launch_node = w.graph.tolist(), w.launch.tolist(), w.launch_node.tolist()
+    kinds, sync_streams = w.sync_kind.tolist(), w.sync_stream.tolist()
+    sources, targets = w.sync_source.tolist(), w.sync_target.tolist()
+    call_end, call_end_ts = w.call_end.tolist(), w.call_end_ts.tolist()
+    # the edges' four values in turn, int64 (a tuple of Python ints each was ~100 bytes
+    # an edge: 60 MB for the x256 trace, whose GPU work falls in one step)
+    last, held, edges, graph_streams = {}, {}, array.array("q"), set()
+    for k in w.order.tolist():
+        if k >= rows:  # a sync
+            s = k - rows
+            if kinds[s] == STREAM_WAIT:
+                if targets[s] >= 0 and sources[s] >= 0:
+                    held[targets[s]] = sources[s]
+                continue
+            waited = (list(last.values()) if kinds[s] == CONTEXT_SYNC else
+                      [last.get(sync_streams[s])] if kinds[s] == STREAM_SYNC else
+                      [sources[s]] if sources[s] >= 0 else [])
+            for j in waited:
+                if j is not None and ends[j] <= call_end_ts[s]:
+                    edges.extend((base + 2 * j + 1, call_end[s], SYNC, -1))
+            continue
+        j, node = k, base + 2 * k
+        edges.extend((node, node + 1, SPAN, node // 2))
+        previous, source = last.get(streams[j]), held.pop(j, None)
+        if source is not None and ends[source] <= work_ts[j]:
+            edges.extend((base + 2 * source + 1, node, SYNC, -1))
+        else:
+            source = None
+        first_of_graph = graph[j] and (launches[j], streams[j]) not in graph_streams
+        if first_of_graph:
+            graph_streams.add((launches[j], streams[j]))
+        if ((at_launch[j] == 1 and at_start[j] == 0 or first_of_graph)
+                and (previous is None or ends[previous] < launch_ts[j])
+                and (source is None or ends[source] < launch_ts[j])):
+            launch = launch_node[j]  # a graph's: attributed to its launch
+            edges.extend((launch, node, LAUNCH, launch // 2 if graph[j] else -1))
+        elif (previous is not None and work_ts[j] - ends[previous] < GAP_LIMIT_NS
+              and (source is None or ends[source] < ends[previous])):
+            edges.extend((base + 2 * previous + 1, node, GAP, base // 2 + previous))
+        last[streams[j]] = j
+    return np.frombuffer(edges, np.int64).reshape(-1, 4)
 
 
 def _longest_path(size, src, dst, weight):

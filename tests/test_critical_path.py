@@ -20,6 +20,7 @@ from tracewh.ingest.critical_path import (BLOCKING, COLUMNS, DATA_LOADING, SYNC_
                                           _best_edges,
                                           _best_edges_reference,
                                           _call_stack_edges, _call_stack_edges_reference,
+                                          _gpu_edges, _gpu_edges_reference, GpuWindow,
                                           _lock_edges, _longest_path, _walk, _walks,
                                           path_table,
                                           LOCK, SPAN)
@@ -201,6 +202,67 @@ def test_native_call_stack_edges_are_the_reference_edge_for_edge(events):
     if not native_available():
         pytest.skip("the native core is not built")
     assert _call_stack_edges(*events).tolist() == _call_stack_edges_reference(*events).tolist()
+
+
+@st.composite
+def gpu_windows(draw):
+    """(base, GpuWindow): GPU work on a few streams, some graph-launched, with idle and busy
+    queues, and syncs of every kind (sources and targets some work or none) interleaved with
+    it in any order: every branch of the walk, ties of times included."""
+    rows, syncs = draw(st.integers(0, 12)), draw(st.integers(0, 8))
+    ints = lambda low, high, size: np.array(draw(st.lists(st.integers(low, high), min_size=size,
+                                                          max_size=size)), np.int64)
+    ts = ints(0, 50, rows)
+    work = dict(stream=ints(0, 2, rows), at_launch=ints(0, 2, rows), at_start=ints(0, 1, rows),
+                end=ts + ints(0, 20, rows), ts=ts, graph=ints(0, 1, rows).astype(bool),
+                launch=ints(0, 3, rows), launch_ts=ints(0, 50, rows),
+                launch_node=2 * ints(0, 20, rows))
+    sync = dict(sync_kind=ints(0, 3, syncs), sync_stream=ints(0, 2, syncs),
+                sync_source=ints(-1, rows - 1, syncs), sync_target=ints(-1, rows - 1, syncs),
+                call_end=2 * ints(0, 20, syncs) + 1, call_end_ts=ints(0, 70, syncs))
+    order = np.array(draw(st.permutations(range(rows + syncs))), np.int64)
+    return 2 * draw(st.integers(0, 50)), GpuWindow(order=order, **work, **sync)
+
+
+def _window(order, stream, ts, end, syncs=()):
+    """A GpuWindow of work on `stream` at [ts, end), none graph-launched or starting an idle
+    queue, and `syncs` (kind, source, target)."""
+    array = lambda values: np.array(values, np.int64)
+    zeros = array([0] * len(stream))
+    return 0, GpuWindow(order=array(order), stream=array(stream), at_launch=zeros,
+                        at_start=zeros, end=array(end), ts=array(ts), graph=zeros,
+                        launch=zeros, launch_ts=zeros, launch_node=zeros,
+                        sync_kind=array([kind for kind, _, _ in syncs]),
+                        sync_stream=array([0] * len(syncs)),
+                        sync_source=array([source for _, source, _ in syncs]),
+                        sync_target=array([target for _, _, target in syncs]),
+                        call_end=array([1] * len(syncs)), call_end_ts=array([99] * len(syncs)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(window=gpu_windows())
+# a stream wait's source that ended with the stream's previous work: no gap edge
+@example(window=_window([0, 1, 3, 2], [0, 1, 0], [0, 0, 10], [5, 5, 12], [(3, 1, 2)]))
+def test_native_gpu_edges_are_the_reference_edge_for_edge(window):
+    """The native walk of a window's GPU work and syncs gives the Python reference's edges,
+    in its order."""
+    if not native_available():
+        pytest.skip("the native core is not built")
+    base, columns = window
+    assert _gpu_edges(base, columns).tolist() == _gpu_edges_reference(base, columns).tolist()
+
+
+def test_native_gpu_edges_refuse_columns_that_disagree():
+    if not native_available():
+        pytest.skip("the native core is not built")
+    from tracewh.ingest.decoder import _decode
+
+    columns = [np.zeros(2, np.int64).tobytes()] * 16
+    with pytest.raises(ValueError, match="do not agree"):
+        _decode.gpu_edges_of(0, columns[:15])
+    with pytest.raises(ValueError, match="do not agree"):  # a sync source names no work
+        _decode.gpu_edges_of(0, columns[:12] + [np.array([5, 0], np.int64).tobytes()]
+                             + columns[13:])
 
 
 @settings(max_examples=200, deadline=None)

@@ -3,10 +3,12 @@
 //! same topological order, the same ties), as the per-node loop costs ~1 s of the 254 MB
 //! trace's ingest in Python; `call_stack_edges`, the call-stack pass that builds most of the
 //! graph's edges, as `_call_stack_edges_reference` does (but the edges between two calls that
-//! take the runtime's lock, which the lock chain gives).
+//! take the runtime's lock, which the lock chain gives); and `gpu_edges`, the GPU work's edges,
+//! as `_gpu_edges_reference`.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use std::collections::{HashMap, HashSet};
 
 /// Each node's best incoming edge (-1 for none) and the end node of a longest path (-1 for
 /// none) of the DAG of `size` nodes and edges `src[e] -> dst[e]` of `weight[e]`; None when an
@@ -258,4 +260,198 @@ pub fn walks_of<'py>(
         PyBytes::new(py, super::raw_bytes(&edges)),
         PyBytes::new(py, super::raw_bytes(&offsets)),
     ])
+}
+
+/// Edge kinds of the GPU work (ingest/critical_path.py): a launch delay, a kernel-kernel gap,
+/// a synchronisation.
+const LAUNCH: i64 = 2;
+const GAP: i64 = 3;
+const SYNC: i64 = 5;
+/// Sync kinds of ingest/critical_path.py (an Event Sync is none of these: it waits for its
+/// source).
+const CONTEXT_SYNC: i64 = 0;
+const STREAM_SYNC: i64 = 1;
+const STREAM_WAIT: i64 = 3;
+/// The longest gap between two works of a stream that is a kernel-kernel delay.
+const GAP_LIMIT_NS: i64 = 1_500_000;
+
+/// A window's GPU work and syncs: the columns of ingest/critical_path.py's `GpuWindow`, in
+/// its field order.
+pub struct GpuWindow {
+    order: Vec<i64>,
+    stream: Vec<i64>,
+    at_launch: Vec<i64>,
+    at_start: Vec<i64>,
+    end: Vec<i64>,
+    ts: Vec<i64>,
+    graph: Vec<i64>,
+    launch: Vec<i64>,
+    launch_ts: Vec<i64>,
+    launch_node: Vec<i64>,
+    sync_kind: Vec<i64>,
+    sync_stream: Vec<i64>,
+    sync_source: Vec<i64>,
+    sync_target: Vec<i64>,
+    call_end: Vec<i64>,
+    call_end_ts: Vec<i64>,
+}
+
+impl GpuWindow {
+    /// The window of 16 int64 columns; None when they are not 16, their lengths differ
+    /// within the work's or the syncs' columns, or `order` or a sync's source or target
+    /// names no row (which the walk below then indexes without a check failing).
+    fn of(mut columns: Vec<Vec<i64>>) -> Option<Self> {
+        if columns.len() != 16 {
+            return None;
+        }
+        let mut next = columns.drain(..);
+        let mut take = || next.next().unwrap_or_default();
+        let window = Self {
+            order: take(),
+            stream: take(),
+            at_launch: take(),
+            at_start: take(),
+            end: take(),
+            ts: take(),
+            graph: take(),
+            launch: take(),
+            launch_ts: take(),
+            launch_node: take(),
+            sync_kind: take(),
+            sync_stream: take(),
+            sync_source: take(),
+            sync_target: take(),
+            call_end: take(),
+            call_end_ts: take(),
+        };
+        let (rows, syncs) = (window.stream.len(), window.sync_kind.len());
+        let work = [&window.at_launch, &window.at_start, &window.end, &window.ts];
+        let more = [
+            &window.graph,
+            &window.launch,
+            &window.launch_ts,
+            &window.launch_node,
+        ];
+        let sync = [
+            &window.sync_stream,
+            &window.sync_source,
+            &window.sync_target,
+        ];
+        let in_rows = |value: &i64| *value < rows as i64;
+        let valid = work.iter().chain(&more).all(|column| column.len() == rows)
+            && sync.iter().all(|column| column.len() == syncs)
+            && window.call_end.len() == syncs
+            && window.call_end_ts.len() == syncs
+            && window
+                .order
+                .iter()
+                .all(|&k| k >= 0 && (k as usize) < rows + syncs)
+            && window.sync_source.iter().all(in_rows)
+            && window.sync_target.iter().all(in_rows);
+        valid.then_some(window)
+    }
+}
+
+/// The GPU edges of `window`, whose work's nodes start at `base` (work row j: nodes base + 2j
+/// and base + 2j + 1): `_gpu_edges_reference` of ingest/critical_path.py step for step (the
+/// same edges in the same order). Returns the columns (src, dst, kind, attributed event).
+pub fn gpu_edges(base: i64, w: &GpuWindow) -> [Vec<i64>; 4] {
+    let rows = w.stream.len();
+    let mut edges: [Vec<i64>; 4] = Default::default();
+    let mut push = |edge: [i64; 4]| {
+        for (column, value) in edges.iter_mut().zip(edge) {
+            column.push(value);
+        }
+    };
+    // each stream's last work, in the order the streams first had one (Python's dict order)
+    let (mut last, mut last_at) = (Vec::<(i64, usize)>::new(), HashMap::<i64, usize>::new());
+    let mut held = HashMap::<usize, usize>::new();
+    let mut graph_streams = HashSet::<(i64, i64)>::new();
+    for &k in &w.order {
+        let k = k as usize;
+        if k >= rows {
+            let s = k - rows;
+            let (source, target) = (w.sync_source[s], w.sync_target[s]);
+            if w.sync_kind[s] == STREAM_WAIT {
+                if target >= 0 && source >= 0 {
+                    held.insert(target as usize, source as usize);
+                }
+                continue;
+            }
+            let waited: Vec<usize> = match w.sync_kind[s] {
+                CONTEXT_SYNC => last.iter().map(|&(_, j)| j).collect(),
+                STREAM_SYNC => last_at
+                    .get(&w.sync_stream[s])
+                    .map(|&at| last[at].1)
+                    .into_iter()
+                    .collect(),
+                _ if source >= 0 => vec![source as usize],
+                _ => Vec::new(),
+            };
+            for j in waited {
+                if w.end[j] <= w.call_end_ts[s] {
+                    push([base + 2 * j as i64 + 1, w.call_end[s], SYNC, -1]);
+                }
+            }
+            continue;
+        }
+        let (j, node) = (k, base + 2 * k as i64);
+        push([node, node + 1, SPAN, node.div_euclid(2)]);
+        let previous = last_at.get(&w.stream[j]).map(|&at| last[at].1);
+        let source = held.remove(&j).filter(|&source| w.end[source] <= w.ts[j]);
+        if let Some(source) = source {
+            push([base + 2 * source as i64 + 1, node, SYNC, -1]);
+        }
+        let first_of_graph = w.graph[j] != 0 && graph_streams.insert((w.launch[j], w.stream[j]));
+        let ended_before = |other: Option<usize>, time: i64| other.is_none_or(|o| w.end[o] < time);
+        if ((w.at_launch[j] == 1 && w.at_start[j] == 0) || first_of_graph)
+            && ended_before(previous, w.launch_ts[j])
+            && ended_before(source, w.launch_ts[j])
+        {
+            let launch = w.launch_node[j]; // a graph's: attributed to its launch
+            let attributed = if w.graph[j] != 0 {
+                launch.div_euclid(2)
+            } else {
+                -1
+            };
+            push([launch, node, LAUNCH, attributed]);
+        } else if let Some(previous) = previous {
+            if w.ts[j] - w.end[previous] < GAP_LIMIT_NS && ended_before(source, w.end[previous]) {
+                push([
+                    base + 2 * previous as i64 + 1,
+                    node,
+                    GAP,
+                    base.div_euclid(2) + previous as i64,
+                ]);
+            }
+        }
+        match last_at.get(&w.stream[j]) {
+            Some(&at) => last[at].1 = j,
+            None => {
+                last_at.insert(w.stream[j], last.len());
+                last.push((w.stream[j], j));
+            }
+        }
+    }
+    edges
+}
+
+/// (src, dst, kind, attributed event), each int64 bytes, of the GPU edges of a window given
+/// as `GpuWindow`'s 16 columns (int64 bytes each) with its work's nodes from `base`, as
+/// ingest/critical_path.py's `_gpu_edges_reference`.
+#[pyfunction]
+pub fn gpu_edges_of<'py>(
+    py: Python<'py>,
+    base: i64,
+    columns: Vec<Bound<'py, PyBytes>>,
+) -> PyResult<[Bound<'py, PyBytes>; 4]> {
+    let columns: Vec<Vec<i64>> = columns
+        .iter()
+        .map(|c| super::int64s(c.as_bytes()))
+        .collect();
+    let window = GpuWindow::of(columns).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err("the GPU window's columns do not agree")
+    })?;
+    let edges = py.allow_threads(|| gpu_edges(base, &window));
+    Ok(edges.map(|column| PyBytes::new(py, super::raw_bytes(&column))))
 }

@@ -293,6 +293,7 @@ fn _decode(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(best_edges, module)?)?;
     module.add_function(wrap_pyfunction!(graph::call_stack_edges_of, module)?)?;
     module.add_function(wrap_pyfunction!(graph::walks_of, module)?)?;
+    module.add_function(wrap_pyfunction!(graph::gpu_edges_of, module)?)?;
     module.add_function(wrap_pyfunction!(has_secret_anchor, module)?)?;
     module.add_function(wrap_pyfunction!(count_phase_keys, module)?)?;
     module.add_class::<tree::HostTree>()?;

@@ -223,6 +223,27 @@ def test_a_commit_recomputes_the_runs_it_touched_only(tracewh, two_runs):
     assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 4  # ranks 0-3
 
 
+def test_a_file_of_the_recomputed_run_alone_is_replaced_without_being_read(
+        tracewh, two_runs, monkeypatch):
+    """Run b's files (by their bounds, b alone) are replaced whole: no mart reads them back
+    to drop run b's rows. The marts then hold what the views give."""
+    read = []
+
+    def read_spy(path, data_file, schema, without=None):
+        read.append(data_file.runs)
+        return reading(path, data_file, schema, without)
+
+    reading = marts._read
+    monkeypatch.setattr(marts, "_read", read_spy)
+    tracewh("ingest", *DLRM[:3], "--run", "b", "--phase", "train", "--replace")
+    assert read == []
+    for name in MARTS:
+        view = view_frame(two_runs, name)
+        mart = mart_frame(two_runs, name).select(view.columns)
+        assert sorted_frame(mart).equals(sorted_frame(view)), name
+    assert mart_frame(two_runs, "overlap").filter(pl.col("run") == "b").height == 3
+
+
 def test_a_second_run_leaves_the_first_run_s_mart_files_and_equals_a_full_recompute(
         tracewh, warehouse):
     """The refresh after run b computes b alone: every file of run a's in every mart stays

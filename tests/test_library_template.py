@@ -105,3 +105,20 @@ def test_templates_of_other_shapes_are_kept_up_to_a_bound(tmp_path, cache, monke
         (new,) = set(templates(cache)) - before
         made.append(new)
     assert templates(cache) == sorted(made[1:])
+
+
+def test_a_killed_maker_s_temporary_is_removed_once_stale(tmp_path, cache, monkeypatch):
+    import os
+
+    from tracewh.derived import library_template
+
+    cache.mkdir(parents=True)
+    stale, recent = (cache / f".library-{name}.duckdb.123.tmp" for name in ("a", "b"))
+    for path in (stale, recent, stale.with_name(stale.name + ".wal")):
+        path.write_bytes(b"left by a killed process")
+    os.utime(stale, (0, 0))
+    os.utime(stale.with_name(stale.name + ".wal"), (0, 0))
+    monkeypatch.setattr(library_template, "FORMAT", 200)  # a template to make
+    new_warehouse(tmp_path, "wh")
+    assert not stale.exists() and not stale.with_name(stale.name + ".wal").exists()
+    assert recent.exists()

@@ -11,13 +11,15 @@ inlined modules (`library.cache_directory`), and copied (~3 MB) by each new ware
 
 A template that cannot be read, or records another shape, is made again; a cache that cannot
 be written costs the definition, nothing else (the file is then written whole, as before).
-At most KEPT templates stay: a new one removes the oldest others.
+At most KEPT templates stay: a new one removes the oldest others (and a killed maker's
+temporary).
 """
 
 import contextlib
 import hashlib
 import json
 import os
+import time
 
 import duckdb
 
@@ -79,7 +81,8 @@ def is_template_of(connection, shape):
 
 
 def _remove_oldest(made):
-    """Leave KEPT templates in the cache: `made` and the newest others."""
+    """Leave KEPT templates in the cache: `made` and the newest others; and remove what a
+    killed maker left (a temporary of over an hour ago: making one takes about a second)."""
     others = []
     for path in made.parent.glob("library-*.duckdb"):
         with contextlib.suppress(OSError):
@@ -87,3 +90,7 @@ def _remove_oldest(made):
                 others.append((path.stat().st_mtime, path))
     for _, path in sorted(others, reverse=True)[KEPT - 1:]:
         path.unlink(missing_ok=True)
+    for path in made.parent.glob(".library-*.duckdb.*.tmp*"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < time.time() - 3600:
+                path.unlink()

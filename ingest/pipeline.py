@@ -39,7 +39,7 @@ from .sources import (HashedTrace, file_digest, file_state, input_size, is_objec
                       json_size_limit, source_name, stored_position)
 from .summaries import KernelSummary, combine_summaries, default_fingerprint, summarize_chunk
 from .workers import thread_lanes, worker_pool
-from .writer import (PartFiles, guess_base_time, merge_small_parts, read_staged, rebase_part,
+from .writer import (PartFiles, guess_base_time, merge_small_parts, rebase_part,
                      shift_times, staged_distinct, write_part, write_whole)
 
 
@@ -453,31 +453,33 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     # The per-trace tables are measured here from the parts as staged (where Ctrl-C stops them
     # at once), one after another, each heap given back before the next, as each holds
     # columns of the whole trace (200-250 MB of heap for the 254 MB trace): two at once were
-    # the ingest's peak of memory. A thread of the pool merges the small parts and measures
-    # the steps (with no pool, first) beside the lightest, window_time, only: beside op_time
-    # they were the ingest's peak (287-300 MB for the 254 MB trace; 261-276 MB after, in the
-    # refresh, and the ingest as fast).
-    beside_merges = (("window_time", windows.measure,
-                      (dict(parts), trace_id, summaries.get("kernel_names"),
-                       default_fingerprint())),)
+    # the ingest's peak of memory. A thread of the pool merges the small parts (with no pool,
+    # first) beside the lightest, window_time and the steps, only: beside op_time they were
+    # the ingest's peak (287-300 MB for the 254 MB trace; 261-276 MB after, in the refresh,
+    # and the ingest as fast). The steps are measured here after window_time, not by that
+    # thread after its merges: where no part is small enough to merge (the 1 GB trace) they
+    # ran beside window_time, the ingest's peak (557 MB), and elsewhere this thread waited
+    # for them (~0.1 s of the 254 MB trace's).
+    beside_merges = (
+        ("window_time", windows.measure,
+         (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
+        ("step_time", steps.measure,
+         (dict(parts), trace_id, summaries.get("gpu_intervals"), default_fingerprint())))
     after_merges = (
         (None, ops.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),
         (None, critical_path.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"))),
         (None, call_tree.measure, (dict(parts), trace_id)))
-    merging = _in_thread(pool, _merged_and_stepped, staging, parts, trace_id, summaries,
-                         None if options.phase else phase)
+    merging = _in_thread(pool, _merged, staging, parts, None if options.phase else phase)
     try:
         written = _measured_in_turn(staging, beside_merges, pool)
         merging.result()  # its error first
         written += _measured_in_turn(staging, after_merges, pool)
     finally:  # the thread writes into staging: it ends before staging can be removed
         concurrent.futures.wait([merging])
-    merged, captured, step_rows = merging.result()
+    merged, captured = merging.result()
     phase = captured or phase
-    if step_rows is not None:
-        summaries["step_time"] = step_rows
     for name in written:
         parts[name] = [0]
     for replaced in merged:  # read by the measures until now
@@ -518,11 +520,10 @@ def finish_staging(path, options, staging, start, staged, pool=None):
     return StagedFile(trace, staging, outcome)
 
 
-def _merged_and_stepped(staging, parts, trace_id, summaries, capture_from):
-    """Merge the small parts of each table (`parts` updated) and measure the steps: (the
-    part files replaced, to be removed once the measures have read them; the phase the
-    runtime names capture, when `capture_from` is the phase to capture from; the step_time
-    rows or None)."""
+def _merged(staging, parts, capture_from):
+    """Merge the small parts of each table (`parts` updated): (the part files replaced, to be
+    removed once the measures have read them; the phase the runtime names capture, when
+    `capture_from` is the phase to capture from)."""
     merged = []
     for name in list(parts):  # one file per table where the data fits
         parts[name], replaced = merge_small_parts(staging, name, parts[name])
@@ -532,11 +533,7 @@ def _merged_and_stepped(staging, parts, trace_id, summaries, capture_from):
     if capture_from is not None:  # the names only: a dictionary read of the runtime parts
         captured = identity.capture_phase(None, capture_from,
                                           staged_distinct(staging, parts, "runtime", "name"))
-    step_rows = steps.step_table(read_staged(staging, parts, steps.COLUMNS,
-                                             dictionaries=steps.DICTIONARIES),
-                                 trace_id, summaries.get("gpu_intervals"), default_fingerprint())
-    release_freed_memory()  # the columns steps read, while the measures go on
-    return merged, captured, step_rows
+    return merged, captured
 
 
 def _measured_into(staging, name, function, *arguments, pool=None):

@@ -27,6 +27,7 @@ from tracewh.storage.schema import TABLES
 
 from .keyed import contiguous, left_join
 from .summaries import CLASS_KINDS, merge
+from .writer import read_staged
 
 WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 STEP_PREFIX = "ProfilerStep#"
@@ -39,6 +40,13 @@ COLUMNS = {"cpu_ops": ["event_index", "name", "ts_ns", "dur_ns"],
            "kernels": ["category", "ts_ns", "dur_ns", "correlation"],
            "runtime": ["event_index", "ts_ns", "dur_ns", "correlation"]}
 DICTIONARIES = ("name",)
+
+
+def measure(staging, parts, trace_id, intervals, rules):
+    """The step_time rows (or None) of the trace staged in `staging` as `parts`, see
+    step_table."""
+    return step_table(read_staged(staging, parts, COLUMNS, dictionaries=DICTIONARIES),
+                      trace_id, intervals, rules)
 
 
 def step_table(staged, trace_id, intervals, rules):

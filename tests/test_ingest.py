@@ -685,7 +685,7 @@ def test_one_large_file_is_decoded_in_lanes_of_threads_as_in_one(tracewh, sql, m
     [(first, _), (second, _)] = lanes[0]
     chunks = sorted(summary.chunk for summary in first + second)
     assert len(lanes) == 1 and len(chunks) >= 3 and chunks == list(range(len(chunks)))
-    assert tasks[0] == "_merged_and_stepped" and len(tasks) > 4 and set(tasks[1:]) == {"write"}
+    assert tasks[0] == "_merged" and len(tasks) > 4 and set(tasks[1:]) == {"write"}
     tables = ["cpu_ops", "kernels", "op_time", "critical_path_edges", "call_tree",
               "kernel_ops", "window_time", "step_time"]
     counts = {run: {row["name"]: row["n"] for row in sql(" UNION ALL ".join(

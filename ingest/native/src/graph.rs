@@ -300,29 +300,27 @@ impl GpuWindow {
     /// The window of 16 int64 columns; None when they are not 16, their lengths differ
     /// within the work's or the syncs' columns, or `order` or a sync's source or target
     /// names no row (which the walk below then indexes without a check failing).
-    fn of(mut columns: Vec<Vec<i64>>) -> Option<Self> {
-        if columns.len() != 16 {
-            return None;
-        }
-        let mut next = columns.drain(..);
-        let mut take = || next.next().unwrap_or_default();
+    fn of(columns: Vec<Vec<i64>>) -> Option<Self> {
+        let columns: [Vec<i64>; 16] = columns.try_into().ok()?;
+        let [order, stream, at_launch, at_start, end, ts, graph, launch, launch_ts, launch_node,
+            sync_kind, sync_stream, sync_source, sync_target, call_end, call_end_ts] = columns;
         let window = Self {
-            order: take(),
-            stream: take(),
-            at_launch: take(),
-            at_start: take(),
-            end: take(),
-            ts: take(),
-            graph: take(),
-            launch: take(),
-            launch_ts: take(),
-            launch_node: take(),
-            sync_kind: take(),
-            sync_stream: take(),
-            sync_source: take(),
-            sync_target: take(),
-            call_end: take(),
-            call_end_ts: take(),
+            order,
+            stream,
+            at_launch,
+            at_start,
+            end,
+            ts,
+            graph,
+            launch,
+            launch_ts,
+            launch_node,
+            sync_kind,
+            sync_stream,
+            sync_source,
+            sync_target,
+            call_end,
+            call_end_ts,
         };
         let (rows, syncs) = (window.stream.len(), window.sync_kind.len());
         let work = [&window.at_launch, &window.at_start, &window.end, &window.ts];

@@ -549,7 +549,8 @@ def _commit(path, plan, rows, schema, state):
     file, whose commit records the mart's `state` and live files after it (see _live_files).
     Return those files."""
     version = plan.version
-    gone = pa.array(sorted(plan.recompute | plan.drop), pa.string())
+    names = sorted(plan.recompute | plan.drop)
+    gone = pa.array(names, pa.string())
     if plan.rebuild:  # a new schema; every file removed
         version = (delta.create_table(path, schema) if version is None
                    else delta.replace_schema(path, version, schema))
@@ -558,7 +559,7 @@ def _commit(path, plan, rows, schema, state):
         removed = _files_holding(path, plan.live, gone)
         live = plan.live
     kept = [_read(path, f, rows.schema, without=gone) for f in removed
-            if not _only_of(f, gone.to_pylist())]
+            if not _only_of(f, names)]
     merging = files_to_merge([f for f in live if f not in removed and f.size < TARGET_BYTES],
                              rows.num_rows + sum(table.num_rows for table in kept))
     merged = pa.concat_tables([*kept, *(_read(path, f, rows.schema) for f in merging), rows])

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.allocator import release_freed_memory
+from tracewh.allocator import release_between_phases
 from tracewh.storage.schema import TABLES
 
 from . import ops
@@ -177,8 +177,8 @@ def _layers(events, trace_id, trees):
     for layer, (member, others) in layers.items():
         # The heap freed since the layer before (its slices, made here while the one before
         # is written by another thread, and their Parquet encoding) given back: reused
-        # little, it grew by ~25 MB over the four layers of the 254 MB trace.
-        release_freed_memory()
+        # little on several heaps, it grew by ~25 MB over the four layers of the 254 MB trace.
+        release_between_phases()
         tree = _tree(events, order, member | others, member)
         if layer in PARENTS:
             trees[layer] = (tree, member)

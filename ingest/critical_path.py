@@ -79,7 +79,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.allocator import release_freed_memory
+from tracewh.allocator import release_between_phases
 from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
@@ -202,9 +202,9 @@ def pieces(staged, trace_id, kernel_names, data_loading=DATA_LOADING):
     windows = _steps(cpu) or [(None, None, int(host.ts.min()), int(host.end.max()))]
     del cpu, runtime, kernels
     # The staged columns and the graph's making are done with: their heap, freed, is given
-    # back before the steps' graphs are made, which reused little of it (the 254 MB trace:
-    # ~80 MB held free through every step, the measure's peak).
-    release_freed_memory()
+    # back before the steps' graphs are made, which reused little of it on several heaps
+    # (the 254 MB trace: ~80 MB held free through every step, the measure's peak).
+    release_between_phases()
     schema = with_dictionaries(TABLES["critical_path_edges"].schema, TEXT_COLUMNS)
     names, name_code = _distinct(host.name_text.tolist() + work.name_text)
     name_code = np.append(name_code, -1)  # an edge without a name: code -1

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracewh.allocator import release_freed_memory
+from tracewh.allocator import release_between_phases
 from tracewh.storage.schema import TABLES
 
 from .decoder import _decode, native_available
@@ -131,8 +131,9 @@ def pieces(staged, trace_id, kernel_names, rules):
     cpu = cpu.select(PER_CALL_COLUMNS)  # the others, in host, let go
     calls = _Calls(host, np.flatnonzero(is_op))
     # The heap the host's columns and the tree were made in, freed, given back before the
-    # GPU work is attributed, which reused little of it (~45 MB of the 254 MB trace's).
-    release_freed_memory()
+    # GPU work is attributed, which reused little of it on several heaps (~45 MB of the 254
+    # MB trace's).
+    release_between_phases()
     calls.attribute(_work(host, calls, kernels, kernel_names))
     del kernels
     names = _dictionary(cpu["name"]).take(pa.array(calls.ops))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 import pyarrow as pa
 
-from tracewh.allocator import release_freed_memory
+from tracewh.allocator import release_between_phases, release_freed_memory
 from tracewh.storage.catalog import StagedTrace
 from tracewh.errors import TraceError, TracewhError, printable
 from tracewh.storage.names import check_name, check_phase, check_rank
@@ -476,6 +476,9 @@ def finish_staging(path, options, staging, start, staged, pool=None):
         written = _measured_in_turn(staging, beside_merges, pool)
         merging.result()  # its error first
         written += _measured_in_turn(staging, after_merges, pool)
+        # the measures' heap, before the commit and the refresh (and, in a worker process
+        # staging a whole file, while the ingest's other processes may be at their peak)
+        release_freed_memory()
     finally:  # the thread writes into staging: it ends before staging can be removed
         concurrent.futures.wait([merging])
     merged, captured = merging.result()
@@ -542,9 +545,8 @@ def _measured_into(staging, name, function, *arguments, pool=None):
     group each), into `staging`; return the names of the tables written. Each piece is
     written as it comes, not held: the critical path of a 254 MB trace is 84 MB of Arrow.
     With a `pool`, a thread of it writes each piece while this one makes the next (see
-    _WritesBehind). The memory the measure freed is then given back to the system, before
-    the next measure, the commit and the refresh (and, in a worker process staging a whole
-    file, while the ingest's other processes may be at their peak)."""
+    _WritesBehind). The memory the measure freed is then given back to the system before
+    the next measure where that one would not reuse it (see release_between_phases)."""
     measured = function(staging, *arguments)
     written = []
     with PartFiles(staging, 0) as files, _WritesBehind(pool) as behind:
@@ -554,7 +556,7 @@ def _measured_into(staging, name, function, *arguments, pool=None):
                 if table_name not in written:
                     written.append(table_name)
             del table  # written or being written: not held while the next piece is made
-    release_freed_memory()
+    release_between_phases()
     return written
 
 

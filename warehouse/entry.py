@@ -19,6 +19,8 @@ CLI.
   command multiplies matrices, yet at numpy's import OpenBLAS starts a thread per core that
   spins for a while (0.05 s of CPU of each command's ~0.1 s import of numpy, 2% of the 254 MB
   ingest's CPU in its profile), taking the core the native decode's threads work on.
+- glibc's malloc serves every thread from one heap (`tracewh.allocator.use_one_heap`): the
+  ingest's measures reuse the memory the one before freed, whichever thread freed it.
 
 None is done in `tracewh.cli`: the Python API and CliRunner run in processes that may use
 pandas, and whose allocator is their own business.
@@ -27,6 +29,8 @@ pandas, and whose allocator is their own business.
 import importlib.abc
 import os
 import sys
+
+from .allocator import use_one_heap
 
 
 def main():
@@ -40,6 +44,7 @@ def prepare_process():
     """The settings above, for this process and those it forks (again: no change)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    use_one_heap()
     if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
         sys.meta_path.insert(0, _WithoutPandas())
 

@@ -1,4 +1,5 @@
-"""The command's heap: one arena for every thread, and the measures' heap kept between them."""
+"""`tracewh ingest`'s heap: one arena for every thread, and the measures' heap kept between
+them."""
 
 import ctypes
 import subprocess
@@ -16,13 +17,30 @@ def _glibc():
         return False
 
 
+# The command's entry with `arguments`, then whether its process allocates from one heap.
+PROBE = """
+import sys
+from tracewh import allocator
+from tracewh.entry import main
+sys.argv = ["tracewh", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print("one heap:", allocator._one_heap)
+"""
+
+
 @pytest.mark.skipif(not _glibc(), reason="glibc's mallopt")
-def test_the_command_allocates_from_one_heap():
-    script = ("from tracewh.entry import prepare_process; prepare_process(); "
-              "from tracewh import allocator; print(allocator._one_heap)")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip() == "True"
+@pytest.mark.parametrize("arguments, one_heap", [
+    (["ingest", "--help"], True),
+    (["--warehouse", "ingest", "ingest", "--help"], True),
+    (["--warehouse", "ingest", "query", "--help"], False),
+    (["--help"], False)])
+def test_the_ingest_command_allocates_from_one_heap(arguments, one_heap):
+    result = subprocess.run([sys.executable, "-c", PROBE, *arguments], capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == f"one heap: {one_heap}"
 
 
 def test_a_library_process_keeps_its_arenas():

@@ -11,7 +11,7 @@ A no-op where the C library is not glibc. In the package's base: the ingest give
 back between its phases, and the refresh too (`tracewh.query.engine_memory`), which runs
 with glibc's own thresholds again (`stop_keeping_freed_memory`).
 
-A process that starts as the `tracewh` command allocates from one heap (`use_one_heap`): glibc
+A process that starts as `tracewh ingest` allocates from one heap (`use_one_heap`): glibc
 gives each thread that allocates an arena of its own, so what the Parquet reader's threads or
 the writing thread free is kept in their arenas, out of reach of the next measure on the main
 thread; each measure's heap then had to be given back (and faulted in again by the next: 160k
@@ -56,7 +56,7 @@ _one_heap = False  # use_one_heap was agreed to: this process's threads share on
 
 def use_one_heap():
     """Have every thread allocate from glibc's main arena; True if glibc agreed. Only before
-    the process starts a thread (the command's entry): a thread keeps the arena it started
+    the process starts a thread (`tracewh ingest`'s entry): a thread keeps the arena it started
     with, and glibc fixes its limit of arenas once it has made a few. One heap costs the
     chunks' two lanes a little waiting for its lock (their phase ~0.03 s longer on the 254
     MB trace) and saves the measures after them ~0.15 s. Worker processes forked afterwards

@@ -19,8 +19,10 @@ CLI.
   command multiplies matrices, yet at numpy's import OpenBLAS starts a thread per core that
   spins for a while (0.05 s of CPU of each command's ~0.1 s import of numpy, 2% of the 254 MB
   ingest's CPU in its profile), taking the core the native decode's threads work on.
-- glibc's malloc serves every thread from one heap (`tracewh.allocator.use_one_heap`): the
-  ingest's measures reuse the memory the one before freed, whichever thread freed it.
+- `tracewh ingest`'s threads allocate from one heap of glibc's (`tracewh.allocator.
+  use_one_heap`): its measures reuse the memory the one before freed, whichever thread freed
+  it. Only the ingest: other commands gain nothing, and DuckDB's threads on a machine of many
+  cores would wait for its lock.
 
 None is done in `tracewh.cli`: the Python API and CliRunner run in processes that may use
 pandas, and whose allocator is their own business.
@@ -37,14 +39,28 @@ def main():
     prepare_process()
     from .cli import cli
 
+    if _command_name(cli, sys.argv[1:]) == "ingest":
+        use_one_heap()  # before any thread starts: see allocator
     cli(prog_name="tracewh")
+
+
+def _command_name(group, arguments):
+    """The command `arguments` name after the click `group`'s own options (None: none)."""
+    valued = {name for option in group.params if not getattr(option, "is_flag", True)
+              for name in option.opts}
+    remaining = iter(arguments)
+    for argument in remaining:
+        if argument in valued:
+            next(remaining, None)
+        elif not argument.startswith("-"):
+            return argument
+    return None
 
 
 def prepare_process():
     """The settings above, for this process and those it forks (again: no change)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    use_one_heap()
     if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
         sys.meta_path.insert(0, _WithoutPandas())
 

@@ -106,7 +106,7 @@ INGEST_WITH = ("import sys\nfrom {entry} import main\n"
 INGEST = INGEST_WITH.format(entry="tracewh.entry")
 # Today's ingest, timing the refresh of the marts and tracewh.duckdb that ends it.
 INGEST_TIMING_REFRESH = ("import time\nfrom tracewh.entry import prepare_process\n"
-                         "prepare_process()  # before pyarrow's import, as main() does\n"
+                         "prepare_process(['ingest'])  # before pyarrow's import, as main()\n"
                          "from tracewh import api\n"
                          "refresh, spent = api.refresh_derived, []\n"
                          "def timed(catalog):\n    started = time.perf_counter()\n"

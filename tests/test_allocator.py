@@ -43,6 +43,17 @@ def test_the_ingest_command_allocates_from_one_heap(arguments, one_heap):
     assert result.stdout.strip().splitlines()[-1] == f"one heap: {one_heap}"
 
 
+@pytest.mark.skipif(not _glibc(), reason="glibc's mallopt")
+def test_no_one_heap_once_a_thread_runs():
+    # pyarrow's import starts its allocator's thread: the threads after it would share the
+    # arenas in turn, so the process keeps its arenas and the trims between measures
+    script = ("import pyarrow\nfrom tracewh import allocator\n"
+              "print(allocator.use_one_heap(), allocator._one_heap)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.split() == ["False", "False"]
+
+
 def test_a_library_process_keeps_its_arenas():
     # this test process did not start as the command: its allocator is its own business
     assert allocator._one_heap is False

@@ -36,11 +36,9 @@ from .allocator import use_one_heap
 
 
 def main():
-    prepare_process()
+    prepare_process(sys.argv[1:])
     from .cli import cli
 
-    if _command_name(cli, sys.argv[1:]) == "ingest":
-        use_one_heap()  # before any thread starts: see allocator
     cli(prog_name="tracewh")
 
 
@@ -57,12 +55,19 @@ def _command_name(group, arguments):
     return None
 
 
-def prepare_process():
-    """The settings above, for this process and those it forks (again: no change)."""
+def prepare_process(arguments=()):
+    """The settings above, for this process and those it forks (again: no change);
+    `arguments`: the command line's (without the program's name), for the settings of its
+    command (`ingest`: one heap, before pyarrow's import starts a thread)."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not any(isinstance(finder, _WithoutPandas) for finder in sys.meta_path):
         sys.meta_path.insert(0, _WithoutPandas())
+    if arguments:
+        from .cli import cli  # imports neither pyarrow nor numpy
+
+        if _command_name(cli, arguments) == "ingest":
+            use_one_heap()
 
 
 class _WithoutPandas(importlib.abc.MetaPathFinder):

@@ -451,15 +451,15 @@ def finish_staging(path, options, staging, start, staged, pool=None):
         summaries, interval_rules = combine_summaries(kernel_summaries, trace_id,
                                                       base_time - base_guess)
     # The per-trace tables are measured here from the parts as staged (where Ctrl-C stops them
-    # at once), one after another, each heap given back before the next, as each holds
-    # columns of the whole trace (200-250 MB of heap for the 254 MB trace): two at once were
-    # the ingest's peak of memory. A thread of the pool merges the small parts (with no pool,
-    # first) beside the lightest, window_time and the steps, only: beside op_time they were
-    # the ingest's peak (287-300 MB for the 254 MB trace; 261-276 MB after, in the refresh,
-    # and the ingest as fast). The steps are measured here after window_time, not by that
-    # thread after its merges: where no part is small enough to merge (the 1 GB trace) they
-    # ran beside window_time, the ingest's peak (557 MB), and elsewhere this thread waited
-    # for them (~0.1 s of the 254 MB trace's).
+    # at once), one after another, each heap given back before the next (or, on one heap,
+    # reused by it: see release_between_phases), as each holds columns of the whole trace
+    # (200-250 MB of heap for the 254 MB trace): two at once were the ingest's peak of memory.
+    # A thread of the pool merges the small parts (with no pool, first) beside the lightest,
+    # window_time and the steps, only: beside op_time they were the ingest's peak (287-300 MB
+    # for the 254 MB trace; 261-276 MB after, in the refresh, and the ingest as fast). The
+    # steps are measured here after window_time, not by that thread after its merges: where no
+    # part is small enough to merge (the 1 GB trace) they ran beside window_time, the ingest's
+    # peak (557 MB), and elsewhere this thread waited for them (~0.1 s of the 254 MB trace's).
     beside_merges = (
         ("window_time", windows.measure,
          (dict(parts), trace_id, summaries.get("kernel_names"), default_fingerprint())),

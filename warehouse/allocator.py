@@ -45,11 +45,17 @@ def stop_keeping_freed_memory():
 
 def _thresholds(size):
     """Set glibc's mmap and trim thresholds to `size`; True if it agreed."""
+    return _mallopt((M_MMAP_THRESHOLD, size), (M_TRIM_THRESHOLD, size))
+
+
+def _mallopt(*settings):
+    """Set glibc's malloc options, (option, value) pairs, in turn; True if glibc agreed to
+    each (False where the C library is not glibc)."""
     try:
         mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):
         return False
-    return bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, size))
+    return all(mallopt(option, value) for option, value in settings)
 
 
 _one_heap = False  # use_one_heap was agreed to: this process's threads share one arena
@@ -66,12 +72,8 @@ def use_one_heap():
     inherit it."""
     global _one_heap
     if not _single_threaded():
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    _one_heap = bool(mallopt(M_ARENA_MAX, 1))
+        return False  # what an earlier call agreed to stands
+    _one_heap = _mallopt((M_ARENA_MAX, 1))
     return _one_heap
 
 

@@ -612,10 +612,10 @@ def _files_holding(path, live, runs):
     names = runs.to_pylist()
     return [f for f in live
             if _only_of(f, names)
-            or (f.runs is None or None in f.runs
-                or any(f.runs[0] <= run <= f.runs[1] for run in names))
-            and pc.any(pc.is_in(pq.ParquetFile(delta.parquet_source(path / f.path)).read(
-                columns=["run"])["run"], value_set=runs)).as_py()]
+            or ((f.runs is None or None in f.runs
+                 or any(f.runs[0] <= run <= f.runs[1] for run in names))
+                and pc.any(pc.is_in(pq.ParquetFile(delta.parquet_source(path / f.path)).read(
+                    columns=["run"])["run"], value_set=runs)).as_py())]
 
 
 def _only_of(data_file, runs):

@@ -5,7 +5,9 @@
    HTA's `TraceAnalysis` (HolisticTraceAnalysis, installed in a virtual environment of the
    bench's own, .venv/bench-hta, not among tracewh's dependencies; skipped when it cannot be
    installed), alternately, each in a fresh process, three times; the best times, their ratios
-   and peak RSS are printed. Then the decode alone on one core, and the ingest of a 1 GB trace
+   and peak RSS are printed, and beside them the floor of this design: an ingest of one
+   event, plus the CPU time of the decode, hash and Parquet of the trace's events shared by
+   the cores (see docs/ingest-speed.md). Then the decode alone on one core, and the ingest of a 1 GB trace
    (x256), whose peak RSS is to be flat in the file's size. And every public
    view is timed over that one rank (goal: at most 2 s each).
 2. Views: that trace's Parquet is copied to 64 ranks (~58M events, a real-shaped warehouse),
@@ -340,6 +342,69 @@ def bench_ingest(trace, warehouse, previous):
         print(f"previous release {PREVIOUS_RELEASE} {before_s:6.2f} s, peak RSS {mb(before_rss)}:"
               f" the ingest proper takes {proper_s / before_s:.2f}x its time (goal <= 1.05), "
               f"with the refresh {ingest_s / before_s:.2f}x")
+    bench_floor(trace, warehouse, load_s)
+
+
+# What any ingest of a trace must spend with this design on this machine, in CPU time: the
+# native core's decode of its chunks, the sha256 of its bytes (the traces row's), and the
+# Parquet of its events' tables as the ingest stores them (read back from the warehouse the
+# ingest wrote, as dictionaries where it writes dictionaries, written with its options).
+BYTES_WORK = """import glob, hashlib, tempfile
+import pyarrow.parquet as pq
+from tracewh.ingest import _decode
+from tracewh.ingest.reader import TraceReader
+from tracewh.storage.layout import EVENT_TABLES
+from tracewh.storage.parquet import dictionary_columns, write_table
+path, warehouse = sys.argv[1:3]
+with open(path, 'rb') as f:
+    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
+tables = []
+for name in EVENT_TABLES:
+    for file in sorted(glob.glob(f'{warehouse}/{name}/run=bench/**/*.parquet', recursive=True)):
+        tables.append(pq.read_table(file, read_dictionary=dictionary_columns(
+            pq.read_schema(file))))
+def decode():
+    for chunk in chunks:
+        _decode.decode_events(chunk)
+def digest():
+    with open(path, 'rb') as f:
+        hashlib.file_digest(f, 'sha256')
+def write():
+    with tempfile.TemporaryDirectory() as directory:
+        for number, table in enumerate(tables):
+            write_table(table, f'{directory}/{number}.parquet')
+for name, work in (('decode', decode), ('sha256', digest), ('parquet', write)):
+    best = None
+    for _ in range(2):
+        began = time.process_time()
+        work()
+        spent = time.process_time() - began
+        best = spent if best is None else min(best, spent)
+    print(name, best)
+"""
+
+
+def bench_floor(trace, warehouse, load_s):
+    """The least an ingest of `trace` could take with this design on this machine, beside the
+    goal of 0.25x json.load (`load_s`): what an ingest of one event takes whole (the
+    interpreter's imports, the commit, the refresh's marts and tracewh.duckdb) plus the CPU
+    time of the bytes' decode, hash and events' Parquet shared perfectly by the cores. It
+    leaves out everything else the ingest does (the op time, call tree, critical path, steps
+    and windows; the marts of the trace's rows; reading the file): no ingest is faster."""
+    one_event = trace.with_name("one-event.json")
+    one_event.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", '
+                         '"pid": 1, "tid": 1, "ts": 1, "dur": 2}]}')
+    fixed = min(measure_ingest(one_event, warehouse.with_name("floor-warehouse"))[0]
+                for _ in range(ROUNDS))
+    work = {name: float(seconds) for name, seconds in
+            (line.split() for line in _run(BYTES_WORK, (trace, warehouse), ROOT)[:-1])}
+    cores = len(os.sched_getaffinity(0))
+    floor = fixed + sum(work.values()) / cores
+    BARS.update(floor_s=floor)
+    print(f"the floor: an ingest of one event {fixed:.2f} s + (decode {work['decode']:.2f} + "
+          f"sha256 {work['sha256']:.2f} + the events' Parquet {work['parquet']:.2f} CPU s) / "
+          f"{cores} cores = {floor:.2f} s = {floor / load_s:.2f}x json.load (goal 0.25x), "
+          "before any measure or the marts of the trace's rows")
 
 
 # The decode alone on one core (pinned), over the trace's chunks as the ingest reads them and
@@ -642,8 +707,13 @@ def print_bars():
               f"(goal <= 0.25), {b['size'] / 1e6 / b['ingest_s']:6.1f} MB/s (goal ~250)")
         print(f"peak RSS x64                  {b['ingest_rss'] / b['size']:5.2f}x the file "
               f"(goal <= 1.0); all its processes (PSS) {b['ingest_tree'] / b['size']:.2f}x")
+    if "floor_s" in b:
+        print(f"  the floor of this design    {b['floor_s'] / b['load_s']:5.2f}x json.load: "
+              "one event's ingest, and the decode, hash and Parquet of the bytes on every core")
     if "hta_s" in b and "ingest_s" in b:
-        print(f"HTA load / ingest             {b['hta_s'] / b['ingest_s']:5.1f}x (goal >= 20)")
+        print(f"HTA load / ingest             {b['hta_s'] / b['ingest_s']:5.1f}x (goal >= 20)"
+              + (f"; HTA load / the floor {b['hta_s'] / b['floor_s']:.1f}x"
+                 if "floor_s" in b else ""))
     if "core_mb_s" in b:
         print(f"native decode, one core       {b['core_mb_s']:6.1f} MB/s (goal >= 400; "
               "simdjson visiting every field: ~600)")

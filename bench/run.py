@@ -349,20 +349,24 @@ def bench_ingest(trace, warehouse, previous):
 # native core's decode of its chunks, the sha256 of its bytes (the traces row's), and the
 # Parquet of its events' tables as the ingest stores them (read back from the warehouse the
 # ingest wrote, as dictionaries where it writes dictionaries, written with its options).
-BYTES_WORK = """import glob, hashlib, tempfile
+BYTES_WORK = """import hashlib, tempfile
 import pyarrow.parquet as pq
 from tracewh.ingest import _decode
 from tracewh.ingest.reader import TraceReader
+from tracewh.storage.catalog import Catalog
 from tracewh.storage.layout import EVENT_TABLES
 from tracewh.storage.parquet import dictionary_columns, write_table
 path, warehouse = sys.argv[1:3]
 with open(path, 'rb') as f:
     chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
+catalog = Catalog(warehouse)
+live = catalog.snapshot().files(catalog.root, runs={'bench'})  # not the replaced runs' files
 tables = []
 for name in EVENT_TABLES:
-    for file in sorted(glob.glob(f'{warehouse}/{name}/run=bench/**/*.parquet', recursive=True)):
-        tables.append(pq.read_table(file, read_dictionary=dictionary_columns(
-            pq.read_schema(file))))
+    for file in live.get(name, []):
+        where = f'{warehouse}/{name}/{file.path}'
+        tables.append(pq.read_table(where, read_dictionary=dictionary_columns(
+            pq.read_schema(where))))
 def decode():
     for chunk in chunks:
         _decode.decode_events(chunk)

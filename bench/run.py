@@ -345,20 +345,49 @@ def bench_ingest(trace, warehouse, previous):
     bench_floor(trace, warehouse, load_s)
 
 
+# The CPU-timed bodies' common part: the trace's chunks as the ingest reads them, and
+# print_best_cpu, which prints each piece of work's best CPU time (the process's: other
+# processes on the shared machine do not count in it) of two rounds as a "name seconds" line.
+CPU_TIMED = """from tracewh.ingest.reader import TraceReader
+path = sys.argv[1]
+with open(path, 'rb') as f:
+    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
+def each_chunk(decode):
+    def work():
+        for chunk in chunks:
+            decode(chunk)
+    return work
+def print_best_cpu(works):
+    for name, work in works:
+        best = None
+        for _ in range(2):
+            began = time.process_time()
+            work()
+            spent = time.process_time() - began
+            best = spent if best is None else min(best, spent)
+        print(name, best)
+"""
+
+
+def cpu_seconds(body, *args):
+    """{name: CPU seconds} that `body` (after CPU_TIMED, in a fresh process given the trace
+    and `args`) printed."""
+    return {name: float(seconds) for name, seconds in
+            (line.split() for line in _run(CPU_TIMED + body, args, ROOT)[:-1])}
+
+
 # What any ingest of a trace must spend with this design on this machine, in CPU time: the
 # native core's decode of its chunks, the sha256 of its bytes (the traces row's), and the
 # Parquet of its events' tables as the ingest stores them (read back from the warehouse the
 # ingest wrote, as dictionaries where it writes dictionaries, written with its options).
-BYTES_WORK = """import hashlib, tempfile
+BYTES_WORK = """import tempfile
 import pyarrow.parquet as pq
 from tracewh.ingest import _decode
-from tracewh.ingest.reader import TraceReader
+from tracewh.ingest.sources import file_digest
 from tracewh.storage.catalog import Catalog
 from tracewh.storage.layout import EVENT_TABLES
 from tracewh.storage.parquet import dictionary_columns, write_table
-path, warehouse = sys.argv[1:3]
-with open(path, 'rb') as f:
-    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
+warehouse = sys.argv[2]
 catalog = Catalog(warehouse)
 live = catalog.snapshot().files(catalog.root, runs={'bench'})  # not the replaced runs' files
 tables = []
@@ -367,24 +396,12 @@ for name in EVENT_TABLES:
         where = f'{warehouse}/{name}/{file.path}'
         tables.append(pq.read_table(where, read_dictionary=dictionary_columns(
             pq.read_schema(where))))
-def decode():
-    for chunk in chunks:
-        _decode.decode_events(chunk)
-def digest():
-    with open(path, 'rb') as f:
-        hashlib.file_digest(f, 'sha256')
 def write():
     with tempfile.TemporaryDirectory() as directory:
         for number, table in enumerate(tables):
             write_table(table, f'{directory}/{number}.parquet')
-for name, work in (('decode', decode), ('sha256', digest), ('parquet', write)):
-    best = None
-    for _ in range(2):
-        began = time.process_time()
-        work()
-        spent = time.process_time() - began
-        best = spent if best is None else min(best, spent)
-    print(name, best)
+print_best_cpu((('decode', each_chunk(_decode.decode_events)),
+                ('sha256', lambda: file_digest(path)), ('parquet', write)))
 """
 
 
@@ -400,8 +417,7 @@ def bench_floor(trace, warehouse, load_s):
                          '"pid": 1, "tid": 1, "ts": 1, "dur": 2}]}')
     fixed = min(measure_ingest(one_event, warehouse.with_name("floor-warehouse"))[0]
                 for _ in range(ROUNDS))
-    work = {name: float(seconds) for name, seconds in
-            (line.split() for line in _run(BYTES_WORK, (trace, warehouse), ROOT)[:-1])}
+    work = cpu_seconds(BYTES_WORK, trace, warehouse)
     cores = len(os.sched_getaffinity(0))
     floor = fixed + sum(work.values()) / cores
     BARS.update(floor_s=floor)
@@ -413,28 +429,16 @@ def bench_floor(trace, warehouse, load_s):
 
 # The decode alone on one core (pinned), over the trace's chunks as the ingest reads them and
 # with its default redaction: the native core alone, the native path (core and tables), and
-# the Python reference (with the compaction it needs). CPU time (the process's): other
-# processes on the shared machine do not count in it.
+# the Python reference (with the compaction it needs).
 DECODE = """import os, msgspec
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 from tracewh.ingest import _decode, decoder
 from tracewh.ingest.normalize import normalize_chunk
-from tracewh.ingest.reader import TraceReader
-path = sys.argv[1]
-with open(path, 'rb') as f:
-    chunks = [bytes(c.load(path)) for c in TraceReader(f, path).chunks()]
-for name, decode in (('core', _decode.decode_events),
-                     ('native', lambda c: decoder.normalize(c, 't', 0, True)),
-                     ('reference', lambda c: normalize_chunk(msgspec.json.format(c, indent=-1),
-                                                             't', 0, True))):
-    best = None
-    for _ in range(2):
-        began = time.process_time()
-        for chunk in chunks:
-            decode(chunk)
-        spent = time.process_time() - began
-        best = spent if best is None else min(best, spent)
-    print(name, best)
+print_best_cpu((
+    ('core', each_chunk(_decode.decode_events)),
+    ('native', each_chunk(lambda c: decoder.normalize(c, 't', 0, True))),
+    ('reference', each_chunk(lambda c: normalize_chunk(msgspec.json.format(c, indent=-1), 't', 0,
+                                                       True)))))
 """
 
 
@@ -442,8 +446,7 @@ def bench_decode(trace):
     size = trace.stat().st_size
     print(f"\n== decode on one core: {trace.name}, its chunks as the ingest reads them, best of 2, "
           "CPU time ==")
-    times = {name: float(seconds) for name, seconds in
-             (line.split() for line in _run(DECODE, (trace,), ROOT)[:-1])}
+    times = cpu_seconds(DECODE, trace)
     for name, label in (("core", "native core alone"), ("native", "native, tables built"),
                         ("reference", "Python reference")):
         print(f"{label:24} {rate(size, times[name])}")

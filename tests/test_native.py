@@ -144,6 +144,30 @@ def test_times_are_exact_from_the_numbers_text():
     assert_same(native, normalize_chunk(data, "t"))
 
 
+def test_word_at_a_time_scans_stop_where_the_reference_does():
+    """The core passes strings' plain bytes and runs of spaces eight at a time, and reads
+    integer microseconds of up to 18 digits in 64 bits: a quote, backslash, control character
+    or non-ASCII byte at every place within and across the words, spaces of every run length,
+    and times of 14-19 digits on both sides of the 64-bit nanosecond range decode as the
+    reference decodes them (a raw control character and a time beyond the range are refused
+    by both, the reference naming them)."""
+    taken = 0
+    for offset in range(16):
+        for stop in ('\\"', "\\\\", "\\u0001", "\\n", "\u00e9", "\u20ac", "\x01", "\t"):
+            name = "a" * offset + stop + "b" * (19 - offset)
+            text = ('[{"ph":"X","cat":"cpu_op","name":"' + name + '","pid":1,"tid":2,'
+                    '"ts":' + str(10 ** offset) + ',"dur":' + "9" * (offset % 9 + 1) + "}]")
+            taken += _check(text.encode())
+        spaces = " " * offset
+        text = f'[{spaces}{{{spaces}"ph"{spaces}:{spaces}"X",\n{spaces}"ts":1{spaces}}}{spaces}]'
+        taken += _check(text.encode())
+    for ts in ("9" * 14, "9" * 15, "1740461679479868", "9223372036854775", "9223372036854776",
+               "99999999999999999", "999999999999999999", "1000000000000000000",
+               "9223372036854775807"):
+        taken += _check(f'[{{"ph":"X","cat":"kernel","ts":{ts},"dur":0}}]'.encode())
+    assert taken == 16 * 6 + 16 + 4  # all but what the reference refuses (ts >= 2^63 ns)
+
+
 def test_python_decoder_forced(monkeypatch):
     """TRACEWH_DECODER=python: the reference decodes every chunk."""
     monkeypatch.setenv("TRACEWH_DECODER", "python")

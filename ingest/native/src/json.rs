@@ -36,6 +36,33 @@ const STRING_STOP: [bool; 256] = {
     table
 };
 
+/// Where the plain run of a string's bytes from `at` ends: the first byte of STRING_STOP, or
+/// the end of `buf`. Eight bytes are tested at once (SWAR), the strings of traces being long
+/// (kernel names, args): in `found`, a byte's high bit is set where it is a quote or a
+/// backslash (zero after the xor) or below 0x20 (bytes from 0x80 cleared by `!word`). A
+/// borrow can set bits above the first such byte only, so the lowest bit set is exact.
+fn plain_run_end(buf: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(bytes) = buf.get(at..at + 8) {
+        let word = u64::from_le_bytes(bytes.try_into().unwrap());
+        let quote = word ^ (ONES * b'"' as u64);
+        let backslash = word ^ (ONES * b'\\' as u64);
+        let found = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word))
+            & HIGHS;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < buf.len() && !STRING_STOP[buf[at] as usize] {
+        at += 1;
+    }
+    at
+}
+
 /// A value's place in a compact copy: (key as written, start, end in the copy).
 pub type Member<'a> = (&'a [u8], usize, usize);
 
@@ -55,6 +82,14 @@ impl<'a> Cursor<'a> {
     pub fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
+            // Pretty-printed traces indent every line (Kineto's and json.dump's indent=2):
+            // runs of spaces are passed eight at a time.
+            while let Some(word) = self.buf.get(self.pos..self.pos + 8) {
+                if word != b"        " {
+                    break;
+                }
+                self.pos += 8;
+            }
         }
     }
 
@@ -90,9 +125,7 @@ impl<'a> Cursor<'a> {
         let mut at = start;
         let mut escaped = false;
         loop {
-            while at < self.buf.len() && !STRING_STOP[self.buf[at] as usize] {
-                at += 1;
-            }
+            at = plain_run_end(self.buf, at);
             match self.buf.get(at) {
                 None => return Err(Unsupported),
                 Some(b'"') => break,

@@ -7,9 +7,11 @@ use crate::json::{Res, Unsupported};
 /// digits past the third decimal truncated toward zero. Beyond the signed 64-bit range, or an
 /// exponent too large to be worth reading, is unsupported (the reference names the event).
 pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
-    if text.len() <= 15 && text.iter().all(u8::is_ascii_digit) {
-        // The usual case, older Kineto's integer microseconds: no sign, fraction or exponent.
-        return Ok(text.iter().fold(0, |n, &d| n * 10 + (d - b'0') as i64) * 1000);
+    if text.len() <= 18 && text.iter().all(u8::is_ascii_digit) {
+        // The usual case, older Kineto's integer microseconds (16 digits since the epoch): no
+        // sign, fraction or exponent; below 10^18, so only the nanoseconds may overflow.
+        let micros = text.iter().fold(0, |n: i64, &d| n * 10 + (d - b'0') as i64);
+        return micros.checked_mul(1000).ok_or(Unsupported);
     }
     let (negative, body) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -71,6 +73,11 @@ pub fn integer(text: &[u8]) -> Option<i128> {
     let digits = text.strip_prefix(b"-").unwrap_or(text);
     if digits.is_empty() || digits.len() > 30 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
+    }
+    if digits.len() <= 18 {
+        // below 10^18: in 64 bits, without the 128-bit multiplications
+        let value = digits.iter().fold(0, |n: i64, &d| n * 10 + (d - b'0') as i64) as i128;
+        return Some(if text[0] == b'-' { -value } else { value });
     }
     let mut value: i128 = 0;
     for &digit in digits {

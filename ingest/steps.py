@@ -18,8 +18,7 @@ without SQL:
 - a step counts the work whose launch (else start) lies in [start, end).
 """
 
-import bisect
-
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,7 +52,7 @@ def step_table(staged, trace_id, intervals, rules):
     """The trace's step_time rows (None when it has no ProfilerStep with a duration), from its
     staged tables ({table: at least COLUMNS}) and its gpu_intervals table (None: no GPU
     activity)."""
-    steps = _steps(staged["cpu_ops"])
+    steps = _step_windows(staged["cpu_ops"])
     if steps is None:
         return None
     work = _work(staged["kernels"], staged["runtime"])
@@ -65,41 +64,51 @@ def step_table(staged, trace_id, intervals, rules):
     either = _union(*(pa.concat_arrays([kinds[kind][i] for kind in CLASS_KINDS])
                       for i in (0, 1)))
     computation = _union(*kinds["computation"])
-    marks = sorted(work["fed"].to_pylist())
     linked = work.filter(pc.is_valid(work["launch"]))
-    with_launch = sorted(linked["launch"].to_pylist())
-    short = sorted(linked.filter(linked["short"])["launch"].to_pylist())
+    marks = _sorted(work["fed"])
+    with_launch = _sorted(linked["launch"])
+    short = _sorted(linked.filter(linked["short"])["launch"])
 
-    rows = []
-    for index, name, start, end in steps:
-        dur = end - start
-        rows.append({
-            "trace_id": trace_id, "event_index": index, "step": name, "start_ns": start,
-            "end_ns": end, "kernels": _count(marks, start, end),
-            "kernels_with_launch": _count(with_launch, start, end),
-            "short_kernels": _count(short, start, end),
-            "gpu_busy_ns": busy.within(start, end),
-            "host_wait_ns": dur - fed.within(start, end),
-            "empty_queue_ns": dur - pending.within(start, end),
-            "exposed_comm_ns": either.within(start, end) - computation.within(start, end),
-            "rules": rules})
-    return pa.Table.from_pylist(rows, TABLES["step_time"].schema)
+    indexes, names, starts, ends = steps
+    durations = ends - starts
+    return pa.table({
+        "trace_id": pa.array([trace_id] * len(names), pa.string()),
+        "event_index": indexes, "step": names, "start_ns": starts, "end_ns": ends,
+        "kernels": _count(marks, starts, ends),
+        "kernels_with_launch": _count(with_launch, starts, ends),
+        "short_kernels": _count(short, starts, ends),
+        "gpu_busy_ns": busy.within(starts, ends),
+        "host_wait_ns": durations - fed.within(starts, ends),
+        "empty_queue_ns": durations - pending.within(starts, ends),
+        "exposed_comm_ns": either.within(starts, ends) - computation.within(starts, ends),
+        "rules": pa.array([rules] * len(names), pa.string()),
+    }).cast(TABLES["step_time"].schema)
 
 
 def _steps(cpu_ops):
     """[(event_index, name, start, end)] of the ProfilerStep#N events with a duration (names
-    plain or dictionaries)."""
+    plain or dictionaries), or None without any."""
+    found = _step_windows(cpu_ops)
+    if found is None:
+        return None
+    indexes, names, starts, ends = found
+    return list(zip(indexes.to_pylist(), names.to_pylist(), starts.tolist(), ends.tolist()))
+
+
+def _step_windows(cpu_ops):
+    """The event_index and name columns, and start and end int64 numpy arrays, of the
+    ProfilerStep#N events with a duration (names plain or dictionaries), or None."""
     mask = pc.and_(starts_with(cpu_ops["name"], STEP_PREFIX),
                    pc.fill_null(pc.greater(cpu_ops["dur_ns"], 0), False))
     found = cpu_ops.filter(mask)
     if not len(found):
         return None
-    ends = pc.add(found["ts_ns"], found["dur_ns"])
-    names = found["name"]
+    names = contiguous(found["name"])
     if pa.types.is_dictionary(names.type):
         names = names.cast(pa.string())
-    return list(zip(found["event_index"].to_pylist(), names.to_pylist(),
-                    found["ts_ns"].to_pylist(), ends.to_pylist()))
+    starts = contiguous(found["ts_ns"]).to_numpy()
+    return (contiguous(found["event_index"]), names, starts,
+            starts + contiguous(found["dur_ns"]).to_numpy())
 
 
 def starts_with(column, prefix):
@@ -162,24 +171,32 @@ def _union(starts, ends):
     return _Union(*merge(contiguous(pc.filter(starts, keep)), contiguous(pc.filter(ends, keep))))
 
 
-def _count(sorted_times, start, end):
-    """How many of `sorted_times` lie in [start, end)."""
-    return bisect.bisect_left(sorted_times, end) - bisect.bisect_left(sorted_times, start)
+def _sorted(times):
+    """The non-null values of an int64 column, sorted, as a numpy array."""
+    return np.sort(contiguous(pc.drop_null(times)).to_numpy())
+
+
+def _count(sorted_times, starts, ends):
+    """How many of `sorted_times` lie in [starts[i], ends[i]), for each i."""
+    return (np.searchsorted(sorted_times, ends, side="left")
+            - np.searchsorted(sorted_times, starts, side="left"))
 
 
 class _Union:
-    """Disjoint sorted intervals and the length of their union within any window."""
+    """Disjoint sorted intervals and the length of their union within any windows."""
 
     def __init__(self, starts, ends):
-        self.starts, self.ends = starts.to_pylist(), ends.to_pylist()
-        self.before = [0, *pc.cumulative_sum_checked(pc.subtract(ends, starts)).to_pylist()]
+        self.starts, self.ends = starts.to_numpy(), ends.to_numpy()
+        lengths = pc.cumulative_sum_checked(pc.subtract(ends, starts))  # no silent overflow
+        self.before = np.concatenate([[0], lengths.to_numpy()]).astype(np.int64)
 
-    def until(self, t):
-        """Length of the union before time t."""
-        i = bisect.bisect_left(self.starts, t)  # intervals starting before t
-        if i == 0:
-            return 0
-        return self.before[i] - max(0, self.ends[i - 1] - t)
+    def until(self, times):
+        """Length of the union before each of `times`."""
+        count = np.searchsorted(self.starts, times, side="left")  # intervals starting before
+        last = np.maximum(count - 1, 0)
+        overhang = (np.maximum(0, self.ends[last] - times) if len(self.ends)
+                    else np.zeros(len(times), np.int64))
+        return np.where(count == 0, 0, self.before[count] - overhang)
 
-    def within(self, start, end):
-        return self.until(end) - self.until(start)
+    def within(self, starts, ends):
+        return self.until(ends) - self.until(starts)

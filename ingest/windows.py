@@ -37,6 +37,10 @@ COLUMNS = {"cpu_ops": ["event_index", "category", "name", "ts_ns", "dur_ns"],
            "kernels": ["category", "name_id", "ts_ns", "dur_ns", "correlation"],
            "runtime": ["event_index", "ts_ns", "dur_ns", "correlation"]}
 SIDES = ("communication", "computation")  # first, second
+# (window, kernel) pairs measured at a time: a kernel counts in each window it was launched in
+# (a step and the annotations within it), and the pairs' unions took a dozen arrays of twice
+# their number (the 1 GB trace: the measure's peak, 424 MB); by batches of windows, bounded.
+PAIR_ROWS = 1 << 20
 
 
 def measure(staging, parts, trace_id, kernel_names, rules):
@@ -59,16 +63,19 @@ def window_table(staged, trace_id, kernel_names, rules):
     low = np.searchsorted(fed, window_starts, side="left")
     high = np.maximum(np.searchsorted(fed, window_ends, side="left"), low)
     counts = high - low
-    # one (window, kernel) pair per kernel launched in each window
-    group = np.repeat(np.arange(len(windows)), counts)
-    kernel = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts - low, counts)
-    size = len(windows)
-    first_side = first[kernel]
-    first_ns = _union_lengths(group[first_side], starts[kernel][first_side],
-                              ends[kernel][first_side], size)
-    second_ns = _union_lengths(group[~first_side], starts[kernel][~first_side],
-                               ends[kernel][~first_side], size)
-    union_ns = _union_lengths(group, starts[kernel], ends[kernel], size)
+    first_ns, second_ns, union_ns = (np.zeros(len(windows), np.int64) for _ in range(3))
+    for begin, end in _batches(counts, PAIR_ROWS):
+        size, launched = end - begin, counts[begin:end]
+        # one (window, kernel) pair per kernel launched in each window of the batch
+        group = np.repeat(np.arange(size), launched)
+        kernel = (np.arange(launched.sum())
+                  - np.repeat(np.cumsum(launched) - launched - low[begin:end], launched))
+        first_side = first[kernel]
+        first_ns[begin:end] = _union_lengths(group[first_side], starts[kernel][first_side],
+                                             ends[kernel][first_side], size)
+        second_ns[begin:end] = _union_lengths(group[~first_side], starts[kernel][~first_side],
+                                              ends[kernel][~first_side], size)
+        union_ns[begin:end] = _union_lengths(group, starts[kernel], ends[kernel], size)
     held = counts > 0
     if not held.any():
         return None
@@ -87,6 +94,18 @@ def window_table(staged, trace_id, kernel_names, rules):
         "union_ns": pa.array(union_ns[held]),
         "rules": pa.array([rules] * len(kept), pa.string()),
     }).cast(TABLES["window_time"].schema)
+
+
+def _batches(counts, limit):
+    """(begin, end) of consecutive windows whose `counts` (kernels launched in each) add up to
+    at most `limit`, or of one window alone that holds more."""
+    totals = np.cumsum(counts)
+    begin = 0
+    while begin < len(counts):
+        before = totals[begin - 1] if begin else 0
+        end = max(begin + 1, int(np.searchsorted(totals, before + limit, side="right")))
+        yield begin, end
+        begin = end
 
 
 def _windows(cpu_ops):

@@ -101,8 +101,13 @@ def _live_connection():
 
 
 @settings(max_examples=60, deadline=None)
-@given(windows=st.lists(WINDOW, max_size=8), kernels=st.lists(KERNEL, max_size=15))
-def test_window_time_equals_the_sql_on_generated_traces(windows, kernels):
+@given(windows=st.lists(WINDOW, max_size=8), kernels=st.lists(KERNEL, max_size=15),
+       pair_rows=st.sampled_from([1, 2, 5, 1 << 20]))
+def test_window_time_equals_the_sql_on_generated_traces(windows, kernels, pair_rows):
+    """window_table's rows equal the live SQL's on generated windows and kernels, measured
+    by batches of windows of at most `pair_rows` (window, kernel) pairs (a window holding
+    more, alone) as in one batch."""
+    from tracewh.ingest import windows as module
     from tracewh.ingest.summaries import default_fingerprint
     from tracewh.ingest.windows import COLUMNS, window_table
     import pyarrow as pa
@@ -126,7 +131,11 @@ def test_window_time_equals_the_sql_on_generated_traces(windows, kernels):
     staged = _staged_tables(rows, COLUMNS)
     names = pa.table({"category": [c for c, _ in NAMES.values()],
                       "name_id": [n for _, n in NAMES.values()], "name": list(NAMES)})
-    stored = window_table(staged, "t", names if gpu else None, default_fingerprint())
+    default_rows, module.PAIR_ROWS = module.PAIR_ROWS, pair_rows
+    try:
+        stored = window_table(staged, "t", names if gpu else None, default_fingerprint())
+    finally:
+        module.PAIR_ROWS = default_rows
     got = [] if stored is None else [
         (r["scope"], r["event_index"], r["name"], r["start_ns"], r["end_ns"], r["comm_ns"],
          r["compute_ns"], r["union_ns"]) for r in stored.to_pylist()]

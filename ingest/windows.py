@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 from tracewh.storage.schema import TABLES
 
 from .keyed import left_join
-from .ops import _array, _mask, _union_lengths
-from .steps import STEP_PREFIX, launches
+from .ops import _array, _dictionary, _mask, _matching, _union_lengths
+from .steps import STEP_PREFIX, launches, starts_with
 from .summaries import with_classes
 from .writer import read_staged
 
@@ -36,6 +36,9 @@ from .writer import read_staged
 COLUMNS = {"cpu_ops": ["event_index", "category", "name", "ts_ns", "dur_ns"],
            "kernels": ["category", "name_id", "ts_ns", "dur_ns", "correlation"],
            "runtime": ["event_index", "ts_ns", "dur_ns", "correlation"]}
+# The cpu_ops text read as Parquet's dictionaries: a few windows are looked for among every
+# cpu_op, whose names and categories as strings were ~100 MB of the 1 GB trace's measure.
+DICTIONARIES = ("category", "name")
 SIDES = ("communication", "computation")  # first, second
 # (window, kernel) pairs measured at a time: a kernel counts in each window it was launched in
 # (a step and the annotations within it), and the pairs' unions took a dozen arrays of twice
@@ -45,7 +48,8 @@ PAIR_ROWS = 1 << 20
 
 def measure(staging, parts, trace_id, kernel_names, rules):
     """The window_time rows (or None) of the trace staged in `staging` as `parts`."""
-    return window_table(read_staged(staging, parts, COLUMNS), trace_id, kernel_names, rules)
+    return window_table(read_staged(staging, parts, COLUMNS, dictionaries=DICTIONARIES),
+                        trace_id, kernel_names, rules)
 
 
 def window_table(staged, trace_id, kernel_names, rules):
@@ -109,11 +113,14 @@ def _batches(counts, limit):
 
 
 def _windows(cpu_ops):
-    """The step and annotation windows: the cpu_ops rows that are one, with a duration."""
-    named = pc.fill_null(pc.starts_with(cpu_ops["name"], STEP_PREFIX), False)
-    annotation = pc.fill_null(pc.equal(cpu_ops["category"], "user_annotation"), False)
-    timed = pc.and_(pc.is_valid(cpu_ops["ts_ns"]), pc.is_valid(cpu_ops["dur_ns"]))
-    return cpu_ops.filter(pc.and_(pc.or_(named, annotation), timed))
+    """The step and annotation windows: the cpu_ops rows that are one, with a duration (their
+    names as plain text; the staged names and categories plain or dictionaries)."""
+    named = _mask(starts_with(cpu_ops["name"], STEP_PREFIX))
+    annotation = _matching(_dictionary(cpu_ops["category"]), pc.equal, "user_annotation")
+    timed = _mask(pc.and_(pc.is_valid(cpu_ops["ts_ns"]), pc.is_valid(cpu_ops["dur_ns"])))
+    found = cpu_ops.filter(pa.array((named | annotation) & timed))
+    return found.set_column(found.schema.get_field_index("name"), "name",
+                            found["name"].cast(pa.string()))
 
 
 def _kernels(kernels, runtime, kernel_names):

@@ -10,8 +10,7 @@ pub fn micros_to_ns(text: &[u8]) -> Res<i64> {
     if text.len() <= 18 && text.iter().all(u8::is_ascii_digit) {
         // The usual case, older Kineto's integer microseconds (16 digits since the epoch): no
         // sign, fraction or exponent; below 10^18, so only the nanoseconds may overflow.
-        let micros = text.iter().fold(0, |n: i64, &d| n * 10 + (d - b'0') as i64);
-        return micros.checked_mul(1000).ok_or(Unsupported);
+        return short_digits(text).checked_mul(1000).ok_or(Unsupported);
     }
     let (negative, body) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -75,8 +74,7 @@ pub fn integer(text: &[u8]) -> Option<i128> {
         return None;
     }
     if digits.len() <= 18 {
-        // below 10^18: in 64 bits, without the 128-bit multiplications
-        let value = digits.iter().fold(0, |n: i64, &d| n * 10 + (d - b'0') as i64) as i128;
+        let value = short_digits(digits) as i128;
         return Some(if text[0] == b'-' { -value } else { value });
     }
     let mut value: i128 = 0;
@@ -84,4 +82,10 @@ pub fn integer(text: &[u8]) -> Option<i128> {
         value = value * 10 + (digit - b'0') as i128;
     }
     Some(if text[0] == b'-' { -value } else { value })
+}
+
+/// The value of at most 18 ASCII digits (below 10^18: in 64 bits, without the 128-bit
+/// multiplications of longer ones).
+fn short_digits(digits: &[u8]) -> i64 {
+    digits.iter().fold(0, |n, &d| n * 10 + (d - b'0') as i64)
 }

@@ -75,12 +75,12 @@ def window_table(staged, trace_id, kernel_names, rules):
         group = np.repeat(np.arange(size), launched)
         kernel = (np.arange(launched.sum())
                   - np.repeat(np.cumsum(launched) - launched - low[begin:end], launched))
-        first_side = first[kernel]
-        first_ns[begin:end] = _union_lengths(group[first_side], starts[kernel][first_side],
-                                             ends[kernel][first_side], size)
-        second_ns[begin:end] = _union_lengths(group[~first_side], starts[kernel][~first_side],
-                                              ends[kernel][~first_side], size)
-        union_ns[begin:end] = _union_lengths(group, starts[kernel], ends[kernel], size)
+        first_side, pair_starts, pair_ends = first[kernel], starts[kernel], ends[kernel]
+        first_ns[begin:end] = _union_lengths(group[first_side], pair_starts[first_side],
+                                             pair_ends[first_side], size)
+        second_ns[begin:end] = _union_lengths(group[~first_side], pair_starts[~first_side],
+                                              pair_ends[~first_side], size)
+        union_ns[begin:end] = _union_lengths(group, pair_starts, pair_ends, size)
     held = counts > 0
     if not held.any():
         return None
